@@ -1,0 +1,521 @@
+"""Speed and agreement of kairo's reservoir engine and ridge readout against reservoirpy.
+
+Sections (each records the load average before and after, because the machine is shared):
+
+1. setup      — Winding 2023 connectome, spectral radius 0.9, input = sensory neurons.
+2. agreement  — a kairo ``Reservoir`` and a reservoirpy ``Reservoir`` with the same W, W_in and
+                dynamics produce the same float64 state trajectories (max |Δ| < 1e-8).
+3. speed      — stream-steps per second: reservoirpy single stream vs kairo single stream
+                (scipy, torch) and 32 parallel streams (auto/torch/scipy × float64/float32).
+4. ridge      — reservoirpy ``Ridge`` vs kairo ``StreamingRidgeCV`` (one alpha, same penalty)
+                on ~10,000 × 2,952 states; plus kairo's default 5-fold × 7-alpha CV.
+5. scale      — a synthetic adult-fly-sized connectome (140k neurons, ~50M synapses,
+                heavy-tailed out-degrees), 100 steps with 1 and 8 streams in float32.
+
+Usage::
+
+    KAIRO_DATA_DIR=/work/shared/data python benchmarks/reservoir_speed.py [--quick] [--out PATH]
+
+Results go to ``benchmarks/results/reservoir_speed.json`` (``reservoir_speed_quick.json`` with
+``--quick``, so a smoke run never overwrites the full numbers). Compare *ratios* between runs,
+not absolute rates: the load average next to each section says how busy the cores were.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import gc
+import json
+import os
+import platform
+import resource
+import sys
+import time
+import warnings
+from contextlib import contextmanager
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+LEAK = 0.3          # leaky dynamics exercise the (1 - a) x + a f(.) path in both engines
+SEED = 20240611
+# reservoirpy's ridge is an absolute penalty; kairo's alpha is relative to mean(diag(XᵀX))
+KAIRO_ALPHA = 1e-6
+
+FULL = dict(speed_steps=2000, repeats=3, batch=32, ridge_rows=10_000, ridge_targets=10,
+            ridge_chunk=1000, scale_neurons=140_000, scale_synapses=50_000_000,
+            scale_steps=100, scale_repeats=2, scale_batch=8)
+QUICK = dict(speed_steps=300, repeats=2, batch=32, ridge_rows=2000, ridge_targets=10,
+             ridge_chunk=500, scale_neurons=20_000, scale_synapses=2_000_000,
+             scale_steps=20, scale_repeats=1, scale_batch=8)
+
+
+# ------------------------------------------------------------------------------- helpers
+def loadavg() -> list[float]:
+    return [round(v, 2) for v in os.getloadavg()]
+
+
+def max_rss_mb() -> float:
+    # ru_maxrss is in KiB on Linux: the peak resident memory of this process so far
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+@contextmanager
+def section(results: dict, name: str):
+    """Record wall time and load average around a section; collect garbage between them."""
+    gc.collect()
+    rec = {"loadavg_before": loadavg()}
+    print(f"== {name} (loadavg {rec['loadavg_before']})", flush=True)
+    t0 = time.perf_counter()
+    try:
+        yield rec
+    finally:
+        rec["wall_s"] = round(time.perf_counter() - t0, 3)
+        rec["loadavg_after"] = loadavg()
+        rec["max_rss_mb_after"] = max_rss_mb()
+        results["sections"][name] = rec
+
+
+def best_of(fn, repeats: int) -> tuple[float, list[float]]:
+    """Best wall time of ``repeats`` calls (least disturbed by other work on shared cores)."""
+    times = []
+    for _ in range(repeats):
+        gc.collect()
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times), [round(t, 5) for t in times]
+
+
+def pkg_version(name: str) -> str | None:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
+def machine_info() -> dict:
+    import torch
+
+    info = {"cpu_count": os.cpu_count(),
+            "sched_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+            else None,
+            "platform": platform.platform(), "processor": platform.processor(),
+            "machine": platform.machine(), "python": sys.version.split()[0],
+            "torch_num_threads": torch.get_num_threads(),
+            "torch_cuda_available": torch.cuda.is_available()}
+    try:  # which BLAS / OpenMP pools numpy and torch use, and with how many threads
+        from threadpoolctl import threadpool_info
+        info["threadpools"] = [{k: p.get(k) for k in ("internal_api", "num_threads", "version")}
+                               for p in threadpool_info()]
+    except ImportError:  # pragma: no cover - comes with scikit-learn
+        pass
+    return info
+
+
+@contextmanager
+def torch_threads(n: int | None):
+    """Run a block with ``n`` torch intra-op threads (None: leave the default); yields the
+    thread count in effect."""
+    import torch
+
+    before = torch.get_num_threads()
+    if n is not None:
+        torch.set_num_threads(n)
+    try:
+        yield torch.get_num_threads()
+    finally:
+        torch.set_num_threads(before)
+
+
+def consume(res, u) -> None:
+    """Run kairo's reservoir through ``stream`` and drop the chunks (bounded memory)."""
+    for _ in res.stream(u, progress_bar=False):
+        pass
+
+
+# ------------------------------------------------------------------------------- builders
+def make_kairo(weights, inputs, *, backend="scipy", dtype="float64", seed=SEED):
+    from kairo.reservoir import Reservoir
+
+    return Reservoir(weights, input_neurons=inputs, n_inputs=1, activation="tanh", leak=LEAK,
+                     input_gain=1.0, bias=0.0, input_weights="uniform", seed=seed,
+                     backend=backend, dtype=dtype)
+
+
+def make_reservoirpy(kairo_res, w_pre_post: sp.csr_matrix):
+    """A reservoirpy Reservoir equivalent to ``kairo_res``.
+
+    reservoirpy computes ``W @ x + Win @ u`` with W of shape (post, pre) and Win of shape
+    (units, n_inputs), so it gets the transpose of kairo's pre → post matrix and kairo's
+    (n_inputs, n_input_neurons) input weights scattered into a (units, n_inputs) matrix.
+    """
+    from reservoirpy.nodes import Reservoir as RpyReservoir
+
+    n = w_pre_post.shape[0]
+    win = np.zeros((n, kairo_res.n_inputs))
+    win[kairo_res.input_neurons, :] = kairo_res.input_weights_.T.astype(np.float64)
+    w_post_pre = sp.csr_matrix(w_pre_post.T, dtype=np.float64)
+    return RpyReservoir(W=w_post_pre, Win=win, bias=0.0, lr=LEAK, activation="tanh",
+                        dtype=np.float64)
+
+
+def synthetic_connectome(n: int, n_synapses: int, seed: int) -> tuple[sp.csr_matrix, dict]:
+    """A random pre → post CSR matrix of adult-fly size with lognormal out-degrees.
+
+    Out-degrees are lognormal (σ = 1.2, heavy right tail, capped at n/4); targets are uniform;
+    weights are lognormal "synapse counts". Built directly as CSR (indptr from the degrees) so
+    no COO triplets are ever materialized. Duplicate (pre, post) pairs are summed.
+    Weights are scaled so the mean in-strength is 0.9: for uniformly drawn targets the
+    expected matrix is rank one with that Perron root, so ρ(W) ≈ 0.9 and tanh keeps the
+    dynamics bounded in any case.
+    """
+    rng = np.random.default_rng(seed)
+    t0 = time.perf_counter()
+    raw = rng.lognormal(mean=0.0, sigma=1.2, size=n)
+    cap = max(1, n // 4)
+    deg = np.clip(np.rint(raw * (n_synapses / raw.sum())), 1, cap).astype(np.int64)
+    for _ in range(5):  # re-spread what the cap cut off so the total stays near n_synapses
+        free = deg < cap
+        short = n_synapses - int(deg.sum())
+        if abs(short) < 1e-4 * n_synapses:
+            break
+        deg[free] = np.clip(np.rint(deg[free] * (1 + short / deg[free].sum())), 1, cap)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(deg, out=indptr[1:])
+    idx_dtype = np.int32 if indptr[-1] < np.iinfo(np.int32).max else np.int64
+    indices = rng.integers(0, n, size=int(indptr[-1]), dtype=idx_dtype)
+    data = rng.lognormal(mean=0.0, sigma=1.0, size=indices.size).astype(np.float32)
+    w = sp.csr_matrix((data, indices, indptr.astype(idx_dtype)), shape=(n, n))
+    del data, indices
+    w.sum_duplicates()                      # sorts each row in place, merges repeats
+    in_strength = np.bincount(w.indices, weights=w.data, minlength=n)
+    w.data *= np.float32(0.9 / in_strength.mean())
+    build_s = time.perf_counter() - t0
+    out_deg = np.diff(w.indptr)
+    info = {"n_neurons": n, "n_synapses_requested": n_synapses, "nnz": int(w.nnz),
+            "build_s": round(build_s, 2),
+            "out_degree": {"mean": round(float(out_deg.mean()), 1),
+                           "median": float(np.median(out_deg)), "max": int(out_deg.max()),
+                           "p99": float(np.percentile(out_deg, 99))},
+            "dtype": str(w.dtype), "index_dtype": str(w.indices.dtype),
+            "matrix_mb": round((w.data.nbytes + w.indices.nbytes + w.indptr.nbytes) / 2**20, 1)}
+    return w, info
+
+
+def power_iteration_radius(w: sp.csr_matrix, time_limit_s: float, max_iter: int = 100):
+    """Perron root estimate of a non-negative matrix by power iteration, within a time limit."""
+    wt = w.T.tocsr()
+    x = np.ones(w.shape[0], dtype=np.float64) / np.sqrt(w.shape[0])
+    est, t0, it = float("nan"), time.perf_counter(), 0
+    prev = np.inf
+    while it < max_iter and time.perf_counter() - t0 < time_limit_s:
+        y = wt @ x
+        est = float(np.linalg.norm(y))
+        x = y / est
+        it += 1
+        if abs(est - prev) < 1e-4 * est:
+            break
+        prev = est
+    return {"estimate": round(est, 5), "iterations": it,
+            "seconds": round(time.perf_counter() - t0, 2)}
+
+
+# ------------------------------------------------------------------------------- sections
+def run_agreement(results, w, inputs, steps):
+    """Same W, W_in, leak, tanh, no bias: the float64 trajectories must coincide."""
+    rng = np.random.default_rng(SEED + 1)
+    u = rng.uniform(-1.0, 1.0, size=(steps, 1))
+    ref = make_kairo(w, inputs, backend="scipy")
+    rpy = make_reservoirpy(ref, w)
+    x_rpy = rpy.run(u)
+    checks = {"n_steps": steps, "input": "uniform(-1, 1), 1 channel", "leak": LEAK,
+              "activation": "tanh", "bias": 0.0,
+              "state_abs_mean": round(float(np.abs(x_rpy).mean()), 6)}
+    for backend in ("scipy", "torch"):
+        x_k = make_kairo(w, inputs, backend=backend).run(u, progress_bar=False)
+        checks[f"max_abs_diff_{backend}_float64"] = float(np.max(np.abs(x_k - x_rpy)))
+    checks["passed"] = all(checks[f"max_abs_diff_{b}_float64"] < 1e-8
+                           for b in ("scipy", "torch"))
+    results["agreement"] = checks
+    return checks["passed"]
+
+
+def run_speed(results, w, inputs, cfg):
+    steps, reps, batch = cfg["speed_steps"], cfg["repeats"], cfg["batch"]
+    rng = np.random.default_rng(SEED + 2)
+    u1 = rng.uniform(-1.0, 1.0, size=(steps, 1))
+    ub = rng.uniform(-1.0, 1.0, size=(steps, batch, 1))
+    speed = {"n_steps": steps, "repeats": f"best of {reps}", "batch": batch, "configs": {}}
+
+    # reservoirpy: one stream; reset the state so every repeat starts from zero like kairo
+    rpy = make_reservoirpy(make_kairo(w, inputs), w)
+    rpy.run(u1[:50])  # first call initializes the node; keep it out of the timing
+
+    def rpy_run():
+        rpy.reset()
+        rpy.run(u1)
+
+    best, times = best_of(rpy_run, reps)
+    base = steps / best
+    speed["configs"]["reservoirpy_1stream"] = {"streams": 1, "best_s": round(best, 5),
+                                               "times_s": times,
+                                               "stream_steps_per_s": round(base, 1),
+                                               "us_per_step": round(1e6 * best / steps, 2)}
+    # reference trajectory of stream 0 of the batch input: checks each batched config too
+    rpy.reset()
+    ref0 = rpy.run(ub[:200, 0, :])
+
+    # torch runs with its default thread count; the "_1thread" variants show how much of the
+    # torch figure depends on having both cores free (OpenMP threads stall on a busy machine)
+    plans = [("kairo_1stream_scipy_float64", 1, "scipy", "float64", None),
+             ("kairo_1stream_torch_float64", 1, "torch", "float64", None),
+             ("kairo_1stream_torch_float64_1thread", 1, "torch", "float64", 1)]
+    for backend in ("auto", "torch", "scipy"):
+        for dtype in ("float64", "float32"):
+            plans.append((f"kairo_{batch}streams_{backend}_{dtype}", batch, backend, dtype, None))
+    for dtype in ("float64", "float32"):
+        plans.append((f"kairo_{batch}streams_torch_{dtype}_1thread", batch, "torch", dtype, 1))
+    for name, b, backend, dtype, threads in plans:
+        res = make_kairo(w, inputs, backend=backend, dtype=dtype)
+        u = u1 if b == 1 else ub
+        with torch_threads(threads) as n_threads:
+            # warm-up (builds the torch CSR once) doubles as a per-config agreement check
+            warm = res.run(u[:200], progress_bar=False)
+            best, times = best_of(lambda: consume(res, u), reps)
+        rec = {"streams": b, "backend": backend, "resolved_backend": res.resolve_backend(b),
+               "dtype": dtype, "torch_threads": n_threads if res.resolve_backend(b) == "torch"
+               else None}
+        if b > 1:
+            rec["max_abs_diff_stream0_vs_reservoirpy"] = float(
+                np.max(np.abs(warm[:, 0, :].astype(np.float64) - ref0)))
+        rate = steps * b / best
+        rec.update({"best_s": round(best, 5), "times_s": times,
+                    "stream_steps_per_s": round(rate, 1),
+                    "us_per_step": round(1e6 * best / steps, 2),
+                    "ratio_vs_reservoirpy": round(rate / base, 2)})
+        speed["configs"][name] = rec
+        print(f"   {name:<34} {rec['stream_steps_per_s']:>12,.0f} stream-steps/s  "
+              f"×{rec['ratio_vs_reservoirpy']:.2f}", flush=True)
+        del res, warm
+    batched = {k: v for k, v in speed["configs"].items() if v["streams"] > 1}
+    best_name = max(batched, key=lambda k: batched[k]["ratio_vs_reservoirpy"])
+    speed["best_batched"] = {"config": best_name,
+                             "ratio_vs_reservoirpy": batched[best_name]["ratio_vs_reservoirpy"],
+                             "target_ratio": 20.0,
+                             "target_met": batched[best_name]["ratio_vs_reservoirpy"] >= 20.0}
+    results["speed"] = speed
+
+
+def run_ridge(results, w, inputs, cfg):
+    """Ridge fit on the same states and targets, with the same absolute penalty."""
+    from reservoirpy.nodes import Ridge
+
+    from kairo.reservoir import StreamingRidgeCV
+
+    n_rows, n_t, chunk, reps = (cfg["ridge_rows"], cfg["ridge_targets"], cfg["ridge_chunk"],
+                                cfg["repeats"])
+    washout = 100
+    rng = np.random.default_rng(SEED + 3)
+    u = rng.uniform(-1.0, 1.0, size=(n_rows + washout, 1))
+    t0 = time.perf_counter()
+    x = make_kairo(w, inputs).run(u, washout=washout, progress_bar=False)
+    states_s = time.perf_counter() - t0
+    # targets: the input delayed by 1..n_t steps (a memory-capacity style readout)
+    y = np.stack([u[washout - k:washout - k + n_rows, 0] for k in range(1, n_t + 1)], axis=1)
+    rec = {"n_rows": n_rows, "n_features": x.shape[1], "n_targets": n_t, "chunk_rows": chunk,
+           "states_s": round(states_s, 3), "repeats": f"best of {reps}",
+           "zero_columns": int(np.sum(~x.any(axis=0)))}
+
+    def kairo_fit(est):
+        for s in range(0, n_rows, chunk):
+            est.partial_fit(x[s:s + chunk], y[s:s + chunk])
+        return est.finalize()
+
+    holder = {}
+    # cv=1: with a single alpha no CV is done, so one Gram matrix is all that is needed
+    best_k, times_k = best_of(lambda: holder.__setitem__(
+        "k", kairo_fit(StreamingRidgeCV(alphas=(KAIRO_ALPHA,), cv=1))), reps)
+    est = holder["k"]
+    # kairo's penalty is alpha × mean(diag(XᵀX)) over the state columns (intercept column
+    # excluded, uncentered); reservoirpy's is absolute, so give it that product.
+    lam = KAIRO_ALPHA * est.alpha_scale_
+    rec["alpha_scale_check_rel"] = float(abs(est.alpha_scale_ - np.mean(np.sum(x * x, axis=0)))
+                                         / est.alpha_scale_)
+
+    def rpy_fit():
+        holder["r"] = Ridge(ridge=lam, fit_bias=True).fit(x, y)
+
+    best_r, times_r = best_of(rpy_fit, reps)
+    rpy = holder["r"]
+    # both fit an unpenalized intercept: reservoirpy by centering, kairo by a ones column
+    p_k, p_r = est.predict(x), rpy.run(x)
+    rec.update({
+        "kairo_alpha_relative": KAIRO_ALPHA, "penalty_absolute": lam,
+        "kairo_alpha_scale": est.alpha_scale_,
+        "reservoirpy_fit_s": round(best_r, 4), "reservoirpy_times_s": times_r,
+        "kairo_single_alpha_fit_s": round(best_k, 4), "kairo_single_alpha_times_s": times_k,
+        "kairo_settings": "StreamingRidgeCV(alphas=(1e-6,), cv=1) via partial_fit chunks + "
+                          "finalize",
+        "ratio_kairo_vs_reservoirpy": round(best_r / best_k, 3),
+        "target_ratio": 10.0, "target_met": best_r / best_k >= 10.0,
+        "prediction_rel_diff": float(np.linalg.norm(p_k - p_r) / np.linalg.norm(p_r)),
+        "prediction_max_abs_diff": float(np.max(np.abs(p_k - p_r))),
+        "coef_rel_diff": float(np.linalg.norm(est.coef_ - rpy.Wout.T)
+                               / np.linalg.norm(rpy.Wout.T)),
+        "intercept_max_abs_diff": float(np.max(np.abs(est.intercept_
+                                                      - np.ravel(rpy.bias)))),
+        "train_r2_mean": float(np.mean(1 - ((y - p_k) ** 2).sum(0)
+                                       / ((y - y.mean(0)) ** 2).sum(0))),
+    })
+    rec["predictions_agree"] = rec["prediction_rel_diff"] < 1e-6
+
+    # informational: the default grid (7 alphas × 5 blocked folds), one timed run
+    t0 = time.perf_counter()
+    cv_est = kairo_fit(StreamingRidgeCV())
+    rec["kairo_default_cv_fit_s"] = round(time.perf_counter() - t0, 3)
+    rec["kairo_default_cv"] = {"alphas": [float(a) for a in cv_est.alphas], "cv": cv_est.cv,
+                               "block": cv_est.block, "chosen_alpha": cv_est.alpha_}
+    results["ridge"] = rec
+    return rec["predictions_agree"]
+
+
+def run_scale(results, cfg):
+    rec = {}
+    with section(results, "scale_build"):
+        w, info = synthetic_connectome(cfg["scale_neurons"], cfg["scale_synapses"], SEED + 4)
+        info["max_rss_mb_after_build"] = max_rss_mb()
+        info["spectral_radius_power_iteration"] = power_iteration_radius(w, time_limit_s=20.0)
+        rec["matrix"] = info
+        print(f"   {info['nnz']:,} synapses, built in {info['build_s']} s, "
+              f"ρ≈{info['spectral_radius_power_iteration']['estimate']}", flush=True)
+    n, steps, reps = w.shape[0], cfg["scale_steps"], cfg["scale_repeats"]
+    rng = np.random.default_rng(SEED + 5)
+    inputs = np.sort(rng.choice(n, size=max(1, n // 100), replace=False))  # 1% input neurons
+    rec.update({"n_steps": steps, "repeats": f"best of {reps}", "dtype": "float32",
+                "n_input_neurons": int(inputs.size), "readout": "all neurons", "configs": {}})
+    with section(results, "scale_run"):
+        bs = cfg["scale_batch"]
+        for b, backend, threads in ((1, "scipy", None), (1, "torch", None), (bs, "torch", None),
+                                    (bs, "torch", 1), (bs, "scipy", None)):
+            t0 = time.perf_counter()
+            res = make_kairo(w, inputs, backend=backend, dtype="float32")
+            u = rng.uniform(-1.0, 1.0, size=(steps, b, 1))
+            with torch_threads(threads) as n_threads:
+                consume(res, u[:2])  # warm-up: builds torch's CSR copy, first-touches buffers
+                setup_s = time.perf_counter() - t0
+                best, times = best_of(lambda: consume(res, u), reps)
+            per_step = best / steps
+            name = (f"{b}stream{'s' if b > 1 else ''}_{backend}"
+                    f"{'_1thread' if threads == 1 else ''}")
+            rec["configs"][name] = {
+                "streams": b, "backend": backend, "auto_would_pick": res.resolve_backend(b),
+                "torch_threads": n_threads if backend == "torch" else None,
+                "setup_s": round(setup_s, 2), "best_s": round(best, 4), "times_s": times,
+                "ms_per_step": round(1e3 * per_step, 2),
+                "stream_steps_per_s": round(b / per_step, 2),
+                "synapse_updates_per_s": float(f"{w.nnz * b / per_step:.4g}"),
+                "final_state_abs_mean": round(float(np.abs(res.last_state_).mean()), 5),
+                "final_state_finite": bool(np.isfinite(res.last_state_).all()),
+                "max_rss_mb": max_rss_mb()}
+            print(f"   {name:<16} {1e3 * per_step:9.1f} ms/step  "
+                  f"{w.nnz * b / per_step:.3g} synapse-updates/s", flush=True)
+            del res, u
+            gc.collect()
+    results["scale"] = rec
+
+
+# ------------------------------------------------------------------------------- main
+def summary(results) -> str:
+    lines = [f"reservoir_speed ({'quick' if results['quick'] else 'full'}) — "
+             f"{results['date']}"]
+    a = results.get("agreement", {})
+    if a:
+        lines.append(f"agreement vs reservoirpy (float64, {a['n_steps']} steps): "
+                     f"scipy {a['max_abs_diff_scipy_float64']:.2e}, "
+                     f"torch {a['max_abs_diff_torch_float64']:.2e}  "
+                     f"{'OK' if a['passed'] else 'FAILED'}")
+    s = results.get("speed")
+    if s:
+        base = s["configs"]["reservoirpy_1stream"]
+        lines.append(f"reservoirpy 1 stream: {base['stream_steps_per_s']:,.0f} stream-steps/s "
+                     f"({base['us_per_step']} µs/step)")
+        for k, v in s["configs"].items():
+            if k.startswith("kairo"):
+                lines.append(f"  {k:<34} {v['stream_steps_per_s']:>12,.0f}  "
+                             f"×{v['ratio_vs_reservoirpy']:.2f}")
+        bb = s["best_batched"]
+        lines.append(f"best batched: {bb['config']} ×{bb['ratio_vs_reservoirpy']} "
+                     f"(target ≥20×: {'met' if bb['target_met'] else 'NOT met'})")
+    r = results.get("ridge")
+    if r:
+        lines.append(f"ridge {r['n_rows']}×{r['n_features']}: reservoirpy {r['reservoirpy_fit_s']}"
+                     f" s, kairo {r['kairo_single_alpha_fit_s']} s "
+                     f"(×{r['ratio_kairo_vs_reservoirpy']}, target ≥10×: "
+                     f"{'met' if r['target_met'] else 'NOT met'}); prediction rel diff "
+                     f"{r['prediction_rel_diff']:.1e}; kairo default CV "
+                     f"{r['kairo_default_cv_fit_s']} s")
+    sc = results.get("scale")
+    if sc:
+        m = sc["matrix"]
+        lines.append(f"scale: {m['n_neurons']:,} neurons, {m['nnz']:,} synapses "
+                     f"(built in {m['build_s']} s)")
+        for k, v in sc["configs"].items():
+            lines.append(f"  {k:<16} {v['ms_per_step']:>9} ms/step  "
+                         f"{v['synapse_updates_per_s']:.3g} synapse-updates/s")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="JSON output path (default: benchmarks/results/"
+                             "reservoir_speed[_quick].json)")
+    args = parser.parse_args(argv)
+    cfg = QUICK if args.quick else FULL
+    out = args.out or (Path(__file__).resolve().parent / "results" /
+                       f"reservoir_speed{'_quick' if args.quick else ''}.json")
+    warnings.filterwarnings("ignore", message=".*[Ss]parse CSR.*beta.*")
+
+    import kairo
+    from kairo.connectome import load_connectome, prepare
+
+    results = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+               "quick": args.quick, "config": dict(cfg, leak=LEAK, seed=SEED),
+               "command": " ".join([Path(sys.executable).name] + sys.argv),
+               "machine": machine_info(),
+               "versions": {p: pkg_version(p) for p in ("kairo", "reservoirpy", "numpy",
+                                                         "scipy", "torch", "scikit-learn")},
+               "kairo_file": kairo.__file__, "loadavg_start": loadavg(), "sections": {}}
+    ok = True
+    with section(results, "setup"):
+        c = prepare(load_connectome("winding2023"), norm="spectral", spectral_radius_target=0.9)
+        inputs = c.group("sensory")
+        w = c.weights
+        results["connectome"] = {"name": c.name, "n_neurons": c.n_neurons, "n_edges": c.n_edges,
+                                 "history": list(c.history), "n_input_neurons": int(inputs.size),
+                                 "readout": "all neurons"}
+    with section(results, "agreement"):
+        ok &= run_agreement(results, w, inputs, steps=2000 if not args.quick else 300)
+    with section(results, "speed"):
+        run_speed(results, w, inputs, cfg)
+    with section(results, "ridge"):
+        ok &= run_ridge(results, w, inputs, cfg)
+    run_scale(results, cfg)
+    results["loadavg_end"] = loadavg()
+    results["max_rss_mb"] = max_rss_mb()
+    results["all_checks_passed"] = bool(ok)
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    print(summary(results))
+    print(f"wrote {out}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

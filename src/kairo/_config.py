@@ -1,0 +1,124 @@
+"""Configs are frozen dataclasses; flags, YAML/TOML files and results folders share them.
+
+Precedence: dataclass defaults < config file < command-line flags given explicitly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import tomllib
+import typing
+from pathlib import Path
+
+import yaml
+
+from kairo._errors import ConfigError
+
+__all__ = ["load_config_file", "build_config", "config_to_dict", "field_kind"]
+
+
+def field_kind(cls, name: str):
+    """(base type, is_tuple) of a config field, from its annotation."""
+    hints = typing.get_type_hints(cls)
+    t = hints[name]
+    origin = typing.get_origin(t)
+    if origin is tuple:
+        return typing.get_args(t)[0], True
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        args = [a for a in typing.get_args(t) if a is not type(None)]
+        return args[0], False
+    return t, False
+
+
+def load_config_file(path) -> dict:
+    """Read a YAML (.yaml/.yml) or TOML (.toml) config into a flat dict (keys use ``_``)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file {path} does not exist")
+    try:
+        text = path.read_text()
+        if path.suffix.lower() == ".toml":
+            data = tomllib.loads(text)
+        elif path.suffix.lower() in (".yaml", ".yml", ".json"):
+            data = yaml.safe_load(text) if path.suffix.lower() != ".json" else json.loads(text)
+        else:
+            raise ConfigError(f"config file {path}: unknown extension {path.suffix!r}; use "
+                              f".yaml, .yml, .toml or .json")
+    except (yaml.YAMLError, tomllib.TOMLDecodeError, json.JSONDecodeError,
+            UnicodeDecodeError) as exc:
+        raise ConfigError(f"config file {path}: not valid {path.suffix[1:].upper()} ({exc})") \
+            from exc
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path}: expected a mapping of option names to values, "
+                          f"got {type(data).__name__}")
+    return {str(k).replace("-", "_"): v for k, v in data.items()}
+
+
+def _coerce(cls, name: str, value, source: str):
+    base, is_tuple = field_kind(cls, name)
+    where = f"{source}: field {name!r}"
+
+    def one(v):
+        if base is bool:
+            if isinstance(v, bool):
+                return v
+            if isinstance(v, str) and v.lower() in ("true", "false", "1", "0", "yes", "no"):
+                return v.lower() in ("true", "1", "yes")
+            raise ConfigError(f"{where} expects true/false, got {v!r}")
+        if base is int:
+            if isinstance(v, bool) or not (isinstance(v, int) or
+                                           (isinstance(v, str) and v.lstrip("-").isdigit())):
+                raise ConfigError(f"{where} expects an integer, got {v!r}")
+            return int(v)
+        if base is float:
+            if isinstance(v, bool):
+                raise ConfigError(f"{where} expects a number, got {v!r}")
+            try:
+                return float(v)
+            except (TypeError, ValueError):
+                raise ConfigError(f"{where} expects a number, got {v!r}") from None
+        if base is str:
+            if not isinstance(v, (str, int, float)) or isinstance(v, bool):
+                raise ConfigError(f"{where} expects a string, got {v!r}")
+            return str(v)
+        return v
+
+    if value is None:
+        return None
+    if is_tuple:
+        if isinstance(value, str):
+            value = [p for p in value.split(",") if p.strip()]
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{where} expects a list, got {value!r}")
+        return tuple(one(v.strip() if isinstance(v, str) else v) for v in value)
+    return one(value)
+
+
+def build_config(cls, file_values: dict | None = None, flag_values: dict | None = None,
+                 *, source: str = "config"):
+    """Build a frozen config of type ``cls``; unknown keys raise `ConfigError`."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    values = {}
+    for src, vals in ((source, file_values or {}), ("command line", flag_values or {})):
+        unknown = sorted(set(vals) - names)
+        if unknown:
+            raise ConfigError(f"{src}: unknown option(s) {unknown}; valid options: "
+                              f"{', '.join(sorted(names))}")
+        for k, v in vals.items():
+            values[k] = _coerce(cls, k, v, src)
+    try:
+        cfg = cls(**values)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{source}: {exc}") from exc
+    check = getattr(cfg, "validate", None)
+    if check is not None:
+        check()
+    return cfg
+
+
+def config_to_dict(cfg) -> dict:
+    d = dataclasses.asdict(cfg)
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}

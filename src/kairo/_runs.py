@@ -1,0 +1,145 @@
+"""Results folders: every run writes its config, environment, seed, data checksums, metrics,
+tables and figures into one folder, created atomically (a failed run leaves nothing behind)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib.metadata
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from kairo._config import config_to_dict
+from kairo._errors import KairoError
+
+__all__ = ["ResultsDir", "environment", "default_out"]
+
+_PACKAGES = ("kairo", "numpy", "scipy", "pandas", "scikit-learn", "torch", "matplotlib",
+             "reservoirpy", "flygym", "mujoco")
+
+
+def environment() -> dict:
+    """Versions of Python, kairo and the libraries that shape results, plus machine load."""
+    versions = {}
+    for p in _PACKAGES:
+        try:
+            versions[p] = importlib.metadata.version(p)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return {"python": sys.version.split()[0], "platform": platform.platform(),
+            "machine": platform.machine(), "cpu_count": os.cpu_count(),
+            "loadavg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+            "packages": versions}
+
+
+def default_out(command: str) -> Path:
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path("results") / f"{command.replace(' ', '-')}-{stamp}"
+
+
+def _jsonable(o):
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, (np.floating,)):
+        return float(o)
+    if isinstance(o, (np.integer,)):
+        return int(o)
+    if isinstance(o, (np.bool_,)):
+        return bool(o)
+    if isinstance(o, Path):
+        return str(o)
+    if isinstance(o, tuple):
+        return list(o)
+    raise TypeError(f"not JSON serializable: {type(o).__name__}")
+
+
+class ResultsDir:
+    """Context manager for one run's output folder.
+
+    Files are written into a hidden temporary sibling; on success it is renamed to ``out``
+    (replacing an old folder only with ``overwrite=True``); on error it is deleted.
+    """
+
+    def __init__(self, out, *, command: str, config, overwrite: bool = False):
+        self.out = Path(out)
+        self.command = command
+        self.config = config
+        self.overwrite = overwrite
+        self.data_files: dict[str, dict] = {}
+        self.files: list[str] = []
+        if self.out.exists() and not overwrite:
+            raise KairoError(f"output folder {self.out} already exists; choose another --out "
+                             f"or pass --overwrite")
+
+    def __enter__(self) -> ResultsDir:
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        self.path = Path(tempfile.mkdtemp(dir=self.out.parent, prefix=f".{self.out.name}."))
+        self.started = _dt.datetime.now(_dt.timezone.utc)
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None:
+            shutil.rmtree(self.path, ignore_errors=True)
+            return
+        try:
+            self._write_manifest()
+            if self.out.exists():
+                old = self.out.with_name(f".{self.out.name}.old-{os.getpid()}")
+                os.replace(self.out, old)
+                os.replace(self.path, self.out)
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                os.replace(self.path, self.out)
+        except BaseException:
+            shutil.rmtree(self.path, ignore_errors=True)
+            raise
+
+    # ---------------------------------------------------------------- writers
+    def record_data(self, label: str, path, sha256: str) -> None:
+        self.data_files[label] = {"path": str(path), "sha256": sha256}
+
+    def write_json(self, name: str, obj) -> Path:
+        p = self.path / name
+        p.write_text(json.dumps(obj, indent=2, default=_jsonable, allow_nan=True) + "\n")
+        self.files.append(name)
+        return p
+
+    def write_table(self, name: str, df) -> Path:
+        p = self.path / name
+        df.to_csv(p, index=False)
+        self.files.append(name)
+        return p
+
+    def write_text(self, name: str, text: str) -> Path:
+        p = self.path / name
+        p.write_text(text)
+        self.files.append(name)
+        return p
+
+    def save_figure(self, fig, name: str) -> Path:
+        import matplotlib.pyplot as plt
+
+        p = self.path / name
+        fig.savefig(p, dpi=120, bbox_inches="tight")
+        plt.close(fig)
+        self.files.append(name)
+        return p
+
+    def _write_manifest(self) -> None:
+        cfg = config_to_dict(self.config)
+        (self.path / "config.yaml").write_text(
+            f"# resolved config of `kairo {self.command}`; re-run with --config this file\n"
+            + yaml.safe_dump(cfg, sort_keys=False))
+        run = {"command": f"kairo {self.command}", "argv": sys.argv,
+               "started": self.started.isoformat(),
+               "finished": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+               "seed": cfg.get("seed"), "config": cfg, "data": self.data_files,
+               "environment": environment(), "files": sorted(self.files)}
+        (self.path / "run.json").write_text(json.dumps(run, indent=2, default=_jsonable) + "\n")

@@ -1,0 +1,171 @@
+"""The ``kairo`` command: one sub-command per family (``kairo reservoir …``) plus ``demo``
+and ``data``. Flags are generated from the config dataclasses, so a flag, a key in a
+YAML/TOML ``--config`` file and a key in a results folder's ``config.yaml`` are the same name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import os
+import sys
+from pathlib import Path
+
+from kairo import __version__
+from kairo._config import build_config, field_kind, load_config_file
+from kairo._errors import KairoError
+
+__all__ = ["main"]
+
+_HELP = {
+    "connectome": "registered name (winding2023) or path to a .csv/.npz/.zip/folder",
+    "compartment": "Winding 2023 compartment matrix: all, aa, ad, da, dd",
+    "data_dir": "data directory (default: $KAIRO_DATA_DIR, else the user cache dir)",
+    "norm": "normalization: none, spectral, row (out-weights sum to 1), column",
+    "spectral_radius": "target spectral radius for --norm spectral",
+    "alpha": "global gain applied after normalization",
+    "signs": "excitatory (all positive) or dale (inhibitory neurons by row)",
+    "input_group": "neurons receiving input, e.g. sensory, sensory:L, 'celltype=PN;side=R'",
+    "readout_group": "neurons the readout reads (all, DN-VNC, …)",
+    "task": "memory-capacity, narma10, mackey-glass, lorenz, sine-square",
+    "horizon": "prediction horizon in steps (default: 84 for mackey-glass, 25 for lorenz)",
+    "nulls": "null-model replicates per null model",
+    "null_models": "comma-separated: rewire, weight-shuffle, random-topology, gaussian",
+    "param": "parameter to sweep: alpha, spectral_radius, leak, input_gain, bias",
+    "values": "comma-separated parameter values",
+    "norms": "comma-separated normalizations to compare",
+    "convention": "pre-to-post (biological) or reversed (post → pre, labelled as such)",
+    "record_groups": "comma-separated cell types whose L/R activity is reported",
+}
+
+
+def _add_config_flags(p: argparse.ArgumentParser, cls) -> None:
+    p.add_argument("--config", help="YAML or TOML file with options (flags override it)")
+    p.add_argument("--out", help="results folder (default: results/<command>-<time>)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+    for f in dataclasses.fields(cls):
+        base, is_tuple = field_kind(cls, f.name)
+        default = f.default
+        show = ",".join(map(str, default)) if is_tuple else default
+        p.add_argument("--" + f.name.replace("_", "-"), dest=f.name, default=argparse.SUPPRESS,
+                       type=str if is_tuple else (base if base in (int, float) else str),
+                       help=f"{_HELP.get(f.name, '')} (default: {show})".strip())
+
+
+def _resolve(cls, args) -> object:
+    flags = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls)
+             if hasattr(args, f.name)}
+    file_values = load_config_file(args.config) if args.config else {}
+    cfg = build_config(cls, file_values, flags, source=args.config or "config")
+    if hasattr(cfg, "data_dir"):
+        from kairo.data import data_dir
+
+        cfg = dataclasses.replace(cfg, data_dir=str(data_dir(cfg.data_dir or args.data_dir)))
+    return cfg
+
+
+def _run_reservoir(cmd: str, args) -> int:
+    from kairo._runs import ResultsDir, default_out
+    from kairo.reservoir import _experiments as ex
+    from kairo.reservoir import _report as rp
+
+    cls, fn, writer = {
+        "run": (ex.RunConfig, ex.run_experiment, rp.write_run),
+        "compare": (ex.CompareConfig, ex.compare_experiment, rp.write_compare),
+        "sweep": (ex.SweepConfig, ex.sweep_experiment, rp.write_sweep),
+        "propagate": (ex.PropagateConfig, ex.propagate_experiment, rp.write_propagate),
+    }[cmd]
+    cfg = _resolve(cls, args)
+    out = Path(args.out) if args.out else default_out(f"reservoir {cmd}")
+    with ResultsDir(out, command=f"reservoir {cmd}", config=cfg, overwrite=args.overwrite) as rd:
+        for label, info in ex.data_provenance(cfg).items():
+            rd.record_data(label, info["path"], info["sha256"])
+        result = fn(cfg)
+        text = writer(rd, cfg, result)
+    print(text)
+    print(f"results: {out}")
+    return 0
+
+
+def _run_demo(args) -> int:
+    from kairo.demo import run_demo
+
+    out = Path(args.out) if args.out else Path("results") / "demo"
+    run_demo(out, data_dir=args.data_dir, quick=args.quick, overwrite=args.overwrite)
+    print(f"report: {out / 'report.md'}")
+    return 0
+
+
+def _run_data(args) -> int:
+    from kairo.data import REGISTRY, data_dir, fetch
+
+    if args.data_cmd == "path":
+        print(data_dir(args.data_dir))
+        return 0
+    names = [args.name] if getattr(args, "name", None) else list(REGISTRY)
+    for name in names:
+        path = fetch(name, args.data_dir, download=args.data_cmd == "fetch")
+        print(f"{name}: {path} (sha256 ok)")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from kairo.reservoir import _experiments as ex
+
+    p = argparse.ArgumentParser(prog="kairo", description="Computing with circuits.")
+    p.add_argument("--version", action="version", version=f"kairo {__version__}")
+    p.add_argument("--data-dir", dest="data_dir_global", default=None,
+                   help="data directory for every sub-command (else $KAIRO_DATA_DIR)")
+    p.add_argument("-v", "--verbose", action="store_true")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    d = sub.add_parser("demo", help="run every family end to end and write a report")
+    d.add_argument("--out", help="report folder (default: results/demo)")
+    d.add_argument("--quick", action="store_true", help="tiny sizes (a smoke test)")
+    d.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+    d.add_argument("--data-dir", dest="data_dir_local", default=None)
+
+    r = sub.add_parser("reservoir", help="connectome reservoir computing")
+    rs = r.add_subparsers(dest="reservoir_cmd", required=True)
+    for name, cls, text in (
+            ("propagate", ex.PropagateConfig, "stimulate sensory L/R, watch DN activity"),
+            ("run", ex.RunConfig, "one reservoir, one task, its metrics"),
+            ("compare", ex.CompareConfig, "real connectome vs null models"),
+            ("sweep", ex.SweepConfig, "a metric against a parameter, real vs nulls")):
+        _add_config_flags(rs.add_parser(name, help=text, description=text), cls)
+
+    da = sub.add_parser("data", help="the data directory: path, fetch, verify")
+    ds = da.add_subparsers(dest="data_cmd", required=True)
+    ds.add_parser("path", help="print the data directory")
+    for name in ("fetch", "verify"):
+        q = ds.add_parser(name, help=f"{name} registered data files")
+        q.add_argument("name", nargs="?", help="data set (default: all)")
+    return p
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    args.data_dir = getattr(args, "data_dir_local", None) or args.data_dir_global
+    try:
+        if args.command == "demo":
+            return _run_demo(args)
+        if args.command == "data":
+            return _run_data(args)
+        if args.command == "reservoir":
+            return _run_reservoir(args.reservoir_cmd, args)
+    except KairoError as exc:
+        print(f"kairo: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("kairo: interrupted", file=sys.stderr)
+        return 130
+    parser.error(f"unknown command {args.command}")
+    return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

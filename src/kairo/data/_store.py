@@ -1,0 +1,141 @@
+"""The data directory: where kairo looks for files, and how it fetches missing ones.
+
+Resolution order for the directory: an explicit argument (the CLI's ``--data-dir``), then the
+environment variable ``KAIRO_DATA_DIR``, then a per-user cache directory. Its layout mirrors the
+original sources (``connectome/winding2023/…``, ``mnist/…``), so a folder prepared by hand, a
+CI copy and a downloaded cache are interchangeable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import tempfile
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+from kairo._errors import ChecksumError, DataNotFoundError
+
+__all__ = ["RemoteFile", "REGISTRY", "data_dir", "fetch", "sha256sum"]
+
+log = logging.getLogger(__name__)
+
+ENV_VAR = "KAIRO_DATA_DIR"
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    """A file kairo knows: where it lives in the data directory and where it comes from."""
+
+    relpath: str
+    urls: tuple[str, ...]
+    sha256: str
+    citation: str = ""
+
+
+REGISTRY: dict[str, RemoteFile] = {
+    "winding2023": RemoteFile(
+        relpath="connectome/winding2023/Supplementary-Data-S1.zip",
+        urls=(
+            "https://github.com/brain-networks/larval-drosophila-connectome/raw/main/"
+            "Supplementary-Data-S1.zip",
+            "https://raw.githubusercontent.com/brain-networks/larval-drosophila-connectome/"
+            "main/Supplementary-Data-S1.zip",
+        ),
+        sha256="8c1f43809ed5d527ba61b154e377cc21da26383a75eda8aab85ce05607a72a4c",
+        citation="Winding et al. (2023) The connectome of an insect brain. Science 379, "
+                 "eadd9330. Supplementary Data S1.",
+    ),
+}
+
+
+def data_dir(override: str | os.PathLike | None = None) -> Path:
+    """Return kairo's data directory (argument > ``$KAIRO_DATA_DIR`` > user cache dir)."""
+    if override is not None and str(override) != "":
+        return Path(override).expanduser()
+    env = os.environ.get(ENV_VAR, "")
+    if env:
+        return Path(env).expanduser()
+    return Path(platformdirs.user_cache_dir("kairo"))
+
+
+def sha256sum(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+    """Hex SHA-256 of a file, read in chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _verify(path: Path, expected: str) -> None:
+    got = sha256sum(path)
+    if got != expected:
+        raise ChecksumError(
+            f"{path}: SHA-256 is {got}, expected {expected}. The file is corrupt or not the "
+            f"expected release; delete it and let kairo download it again, or replace it with "
+            f"the original file.")
+
+
+def fetch(name: str, root: str | os.PathLike | None = None, *, download: bool | None = None,
+          timeout: float = 30.0) -> Path:
+    """Return the local path of registered file ``name``, downloading it if needed.
+
+    The file is looked up under the data directory first and verified by checksum. If it is
+    missing and ``download`` is true (default: true unless ``$KAIRO_OFFLINE`` is set) it is
+    fetched into a temporary file, verified, then moved into place, so an interrupted download
+    never leaves a partial file behind.
+
+    Raises
+    ------
+    DataNotFoundError
+        The file is missing and cannot be downloaded; the message says where to put it.
+    ChecksumError
+        The file exists but its checksum is wrong.
+    """
+    if name not in REGISTRY:
+        raise DataNotFoundError(f"unknown data set {name!r}; known: {', '.join(REGISTRY)}")
+    spec = REGISTRY[name]
+    base = data_dir(root)
+    path = base / spec.relpath
+    if path.is_file():
+        _verify(path, spec.sha256)
+        return path
+    if download is None:
+        download = not os.environ.get("KAIRO_OFFLINE")
+    errors = []
+    if download:
+        for url in spec.urls:
+            try:
+                _download(url, path, spec.sha256, timeout)
+                return path
+            except ChecksumError:
+                raise
+            except OSError as exc:  # URLError is an OSError; also covers unwritable dirs
+                errors.append(f"{url}: {exc}")
+                log.info("download of %s failed: %s", url, exc)
+    tried = ("; tried " + " | ".join(errors)) if errors else " (downloads disabled)"
+    raise DataNotFoundError(
+        f"data file for {name!r} not found at {path}{tried}. Put the original file there "
+        f"(source: {spec.urls[0]}, sha256 {spec.sha256}), or point kairo at a folder that has "
+        f"it with --data-dir or ${ENV_VAR}.")
+
+
+def _download(url: str, dest: Path, sha256: str, timeout: float) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=dest.name + ".", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:
+            shutil.copyfileobj(resp, out)
+        got = sha256sum(tmp)
+        if got != sha256:
+            raise ChecksumError(f"download from {url}: SHA-256 is {got}, expected {sha256}")
+        os.replace(tmp, dest)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)

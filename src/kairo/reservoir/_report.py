@@ -1,0 +1,149 @@
+"""Tables, figures and text for the reservoir commands (written into a `ResultsDir`)."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+__all__ = ["write_run", "write_compare", "write_sweep", "write_propagate"]
+
+_COLORS = {"real": "black", "rewire": "tab:blue", "weight-shuffle": "tab:orange",
+           "random-topology": "tab:green", "gaussian": "tab:red"}
+
+
+def _public(m: dict) -> dict:
+    return {k: v for k, v in m.items() if not k.startswith("_")}
+
+
+def write_run(rd, cfg, m: dict) -> str:
+    rd.write_json("metrics.json", _public(m))
+    y, y_hat = m["_y"], m["_y_hat"]
+    if cfg.task == "memory-capacity":
+        fig, ax = plt.subplots(figsize=(6, 3.5))
+        curve = np.asarray(m["mc_curve"])
+        ax.plot(np.arange(1, curve.size + 1), curve, "k.-", ms=3)
+        ax.set(xlabel="delay k", ylabel="r²(u(t−k), ŷ_k(t))",
+               title=f"memory capacity MC = {m['mc']:.2f} ({cfg.norm} norm)")
+        rd.save_figure(fig, "memory_curve.png")
+        rd.write_table("memory_curve.csv", pd.DataFrame({"delay": np.arange(1, curve.size + 1),
+                                                         "r2": curve}))
+        text = f"MC = {m['mc']:.3f}"
+    else:
+        n = min(300, y.shape[0])
+        cols = {f"y{j}": y[:n, j] for j in range(y.shape[1])}
+        cols.update({f"y_hat{j}": y_hat[:n, j] for j in range(y_hat.shape[1])})
+        rd.write_table("test_predictions.csv", pd.DataFrame(cols))
+        fig, ax = plt.subplots(figsize=(8, 3.5))
+        ax.plot(y[:n, 0], "k-", lw=1.2, label="target")
+        ax.plot(y_hat[:n, 0], "-", color="tab:red", lw=1, label="readout")
+        key = "accuracy" if "accuracy" in m else "nrmse"
+        ax.set(xlabel="test step", title=f"{cfg.task}: {key} = {m[key]:.4g} ({cfg.norm} norm)")
+        ax.legend(loc="upper right")
+        rd.save_figure(fig, "test_predictions.png")
+        text = f"{key} = {m[key]:.4g}" + (f", R² = {m['r2']:.4f}" if "r2" in m else "")
+    return f"{cfg.task} on {m['connectome']}: {text}"
+
+
+def write_compare(rd, cfg, r: dict) -> str:
+    metric, table = r["metric"], r["table"]
+    rd.write_table("runs.csv", table)
+    summ = pd.DataFrame([{"null_model": k, **v} for k, v in r["summary"].items()])
+    rd.write_table("summary.csv", summ)
+    rd.write_json("metrics.json", {"metric": metric, "higher_is_better": r["higher_is_better"],
+                                   "real": r["real"], "summary": r["summary"],
+                                   "connectome": r["connectome"]})
+    fig, ax = plt.subplots(figsize=(7, 4))
+    kinds = list(r["summary"])
+    rng = np.random.default_rng(0)
+    for i, k in enumerate(kinds):
+        v = table.loc[table.model == k, metric].to_numpy()
+        ax.scatter(i + rng.uniform(-0.15, 0.15, v.size), v, s=14, color=_COLORS.get(k),
+                   alpha=0.7)
+        ax.errorbar(i + 0.3, v.mean(), yerr=v.std(ddof=1), fmt="o", color="k", capsize=3)
+        s = r["summary"][k]
+        ax.annotate(f"z={s['z']:.2f}\np={s['p_better']:.3f}", (i, ax.get_ylim()[1]),
+                    ha="center", va="top", fontsize=8)
+    ax.axhline(r["real"], color="black", ls="--", label=f"real connectome ({r['real']:.4g})")
+    ax.set_xticks(range(len(kinds)), kinds)
+    ax.set(ylabel=metric, title=f"{cfg.task}: real connectome vs null models "
+                                f"({cfg.nulls} each, {cfg.norm} norm)")
+    ax.legend(loc="lower right", fontsize=8)
+    rd.save_figure(fig, "compare.png")
+    lines = [f"{cfg.task} ({metric}, {'higher' if r['higher_is_better'] else 'lower'} is "
+             f"better): real = {r['real']:.4g}"]
+    for k, s in r["summary"].items():
+        lines.append(f"  vs {k:16s} null {s['null_mean']:.4g} ± {s['null_sd']:.3g}  "
+                     f"z = {s['z']:+.2f}  p(real better) = {s['p_better']:.3f}")
+    return "\n".join(lines)
+
+
+def write_sweep(rd, cfg, r: dict) -> str:
+    metric, param, curves = r["metric"], r["param"], r["curves"]
+    rd.write_table("runs.csv", r["table"])
+    rd.write_table("curves.csv", curves)
+    rd.write_json("metrics.json", {"metric": metric, "param": param,
+                                   "curves": curves.to_dict(orient="records")})
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for model, g in curves.groupby("model", sort=False):
+        g = g.sort_values(param)
+        c = _COLORS.get(model)
+        ax.plot(g[param], g["mean"], "o-", color=c, label=model, lw=2 if model == "real" else 1)
+        if model != "real":
+            sd = g["std"].fillna(0)
+            ax.fill_between(g[param], g["mean"] - sd, g["mean"] + sd, color=c, alpha=0.15)
+    ax.set(xlabel=param, ylabel=metric, title=f"{cfg.task}: {metric} vs {param} "
+                                              f"({cfg.norm} norm; bands ±1 sd of nulls)")
+    ax.legend(fontsize=8)
+    rd.save_figure(fig, "sweep.png")
+    real = curves[curves.model == "real"].sort_values(param)
+    best = real.loc[real["mean"].idxmax() if r["higher_is_better"] else real["mean"].idxmin()]
+    return (f"{metric} vs {param}: best real value {best['mean']:.4g} at {param} = "
+            f"{best[param]:g}")
+
+
+def write_propagate(rd, cfg, r: dict) -> str:
+    table = r["table"]
+    rd.write_table("activity.csv", table)
+    rd.write_json("hypotheses.json", {"convention": r["convention"], **r["hypotheses"]})
+    wide = table.pivot_table(index=["norm", "stimulated", "step"], columns=["group", "side"],
+                             values="mean_activity")
+    wide.columns = [f"{g}_{s}" for g, s in wide.columns]
+    rd.write_table("activity_wide.csv", wide.reset_index())
+    norms = list(dict.fromkeys(table.norm))
+    fig, axes = plt.subplots(len(norms), 2, figsize=(10, 3.2 * len(norms)), squeeze=False,
+                             sharex=True)
+    styles = {"L": "-", "R": "--"}
+    for i, norm in enumerate(norms):
+        for j, stim in enumerate(("L", "R")):
+            ax = axes[i, j]
+            sub = table[(table.norm == norm) & (table.stimulated == stim)]
+            for (g, side), d in sub.groupby(["group", "side"]):
+                ax.plot(d.step, d.mean_activity, styles[side],
+                        color="tab:blue" if g == cfg.record_groups[0] else "tab:gray",
+                        label=f"{g} {side}")
+            ax.set(title=f"{norm} norm, stimulate {cfg.stim_group} {stim}", xlabel="step",
+                   ylabel="mean activity")
+            ax.legend(fontsize=7)
+    fig.suptitle(f"direction convention: {r['convention']}", fontsize=9)
+    rd.save_figure(fig, "propagate.png")
+    h = r["hypotheses"]
+    lines = [f"convention: {r['convention']}"]
+    if "row_reaches_dn_better_than_spectral" in h:
+        a = h["row_reaches_dn_better_than_spectral"]
+        lines.append(f"H1 '{a['claim']}': row/spectral = {a['ratio_row_over_spectral']:.1f}× "
+                     f"→ {'supported' if a['supported'] else 'not supported'}")
+    b = h["right_stim_drives_left_dn_more"]
+    for key, v in b["results"].items():
+        g0 = cfg.record_groups[0]
+        lines.append(f"  {key:20s} {g0} L {v[f'{g0}_L_mean']:.4g}  R {v[f'{g0}_R_mean']:.4g}"
+                     f"  contra/ipsi {v['contralateral_over_ipsilateral']:.3f}"
+                     f"  Wilcoxon p {v['wilcoxon_p_left_vs_right']:.2g}")
+    lines.append(f"H2 '{b['claim']}': " + ", ".join(
+        f"{n}: {'supported' if s else 'not supported'}"
+        for n, s in b["supported_per_norm"].items()))
+    rd.write_text("summary.txt", "\n".join(lines) + "\n")
+    return "\n".join(lines)

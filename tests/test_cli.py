@@ -1,0 +1,70 @@
+"""The command line end to end: results folders, configs, provenance, re-runs."""
+
+import json
+
+import yaml
+
+from kairo.cli import main
+from kairo.data import REGISTRY
+
+FAST = ["--n-train", "200", "--n-test", "100", "--washout", "50", "--cv", "3",
+        "--readout-group", "DN-VNC"]
+
+
+def test_run_writes_results_folder(tmp_path, capsys):
+    out = tmp_path / "r"
+    assert main(["reservoir", "run", "--task", "narma10", "--norm", "row", *FAST,
+                 "--out", str(out)]) == 0
+    assert "nrmse" in capsys.readouterr().out
+    names = {p.name for p in out.iterdir()}
+    assert {"config.yaml", "run.json", "metrics.json", "test_predictions.png",
+            "test_predictions.csv"} <= names
+    run = json.loads((out / "run.json").read_text())
+    assert run["seed"] == 0 and run["config"]["norm"] == "row"
+    assert run["data"]["winding2023"]["sha256"] == REGISTRY["winding2023"].sha256
+    assert "numpy" in run["environment"]["packages"]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp left
+
+
+def test_config_file_flags_override_and_rerun_is_identical(tmp_path):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('task = "memory-capacity"\nmax_delay = 5\nn_train = 200\nn_test = 100\n'
+                   'washout = 50\ncv = 3\nreadout_group = "DN-VNC"\nnorm = "spectral"\n')
+    out1 = tmp_path / "a"
+    assert main(["reservoir", "run", "--config", str(cfg), "--norm", "row",
+                 "--out", str(out1)]) == 0
+    recorded = yaml.safe_load((out1 / "config.yaml").read_text())
+    assert recorded["norm"] == "row" and recorded["max_delay"] == 5  # flag beat the file
+    out2 = tmp_path / "b"
+    assert main(["reservoir", "run", "--config", str(out1 / "config.yaml"),
+                 "--out", str(out2)]) == 0
+    m1 = json.loads((out1 / "metrics.json").read_text())
+    m2 = json.loads((out2 / "metrics.json").read_text())
+    assert m1["mc"] == m2["mc"]
+
+
+def test_existing_out_needs_overwrite(tmp_path, capsys):
+    out = tmp_path / "p"
+    assert main(["reservoir", "propagate", "--steps", "3", "--out", str(out)]) == 0
+    assert main(["reservoir", "propagate", "--steps", "3", "--out", str(out)]) == 2
+    assert "--overwrite" in capsys.readouterr().err
+    assert main(["reservoir", "propagate", "--steps", "4", "--out", str(out),
+                 "--overwrite"]) == 0
+    assert yaml.safe_load((out / "config.yaml").read_text())["steps"] == 4
+
+
+def test_data_commands(capsys, data_dir):
+    assert main(["data", "path"]) == 0
+    assert str(data_dir) in capsys.readouterr().out
+    assert main(["data", "verify"]) == 0
+    assert "sha256 ok" in capsys.readouterr().out
+
+
+def test_demo_quick(tmp_path):
+    out = tmp_path / "demo"
+    assert main(["demo", "--quick", "--out", str(out)]) == 0
+    report = (out / "report.md").read_text()
+    for section in ("propagate", "narma10-row", "compare-memory-capacity", "sweep-alpha"):
+        assert f"## {section}" in report
+        assert (out / section / "config.yaml").is_file()
+    assert len(list(out.rglob("*.png"))) >= 5
