@@ -45,12 +45,16 @@ SEED = 20240611
 # reservoirpy's ridge is an absolute penalty; kairo's alpha is relative to mean(diag(XᵀX))
 KAIRO_ALPHA = 1e-6
 
-FULL = dict(speed_steps=2000, repeats=3, batch=32, ridge_rows=10_000, ridge_targets=10,
+FULL = dict(speed_steps=2000, repeats=3, batch=32, big_batches=(128, 256), ridge_rows=10_000,
+            ridge_targets=10,
             ridge_chunk=1000, scale_neurons=140_000, scale_synapses=50_000_000,
-            scale_steps=100, scale_repeats=2, scale_batch=8)
-QUICK = dict(speed_steps=300, repeats=2, batch=32, ridge_rows=2000, ridge_targets=10,
+            scale_steps=100, scale_repeats=2, scale_batch=8,
+            speed_budget_s=60, scale_budget_s=150)
+QUICK = dict(speed_steps=300, repeats=2, batch=32, big_batches=(128,), ridge_rows=2000,
+             ridge_targets=10,
              ridge_chunk=500, scale_neurons=20_000, scale_synapses=2_000_000,
-             scale_steps=20, scale_repeats=1, scale_batch=8)
+             scale_steps=20, scale_repeats=1, scale_batch=8,
+             speed_budget_s=20, scale_budget_s=20)
 
 
 # ------------------------------------------------------------------------------- helpers
@@ -88,6 +92,19 @@ def best_of(fn, repeats: int) -> tuple[float, list[float]]:
         fn()
         times.append(time.perf_counter() - t0)
     return min(times), [round(t, 5) for t in times]
+
+
+def capped_steps(warm_s: float, warm_steps: int, steps: int, reps: int, budget_s: float,
+                 min_steps: int) -> int:
+    """Steps to time so that ``reps`` repeats fit in ``budget_s``, judged from a warm-up.
+
+    On a shared machine a thread-oversubscribed config can be 100× slower than usual; this
+    keeps the whole benchmark bounded. The steps actually timed are recorded per config.
+    """
+    projected = warm_s / warm_steps * steps * reps
+    if projected <= budget_s:
+        return steps
+    return max(min_steps, min(steps, int(budget_s / reps / (warm_s / warm_steps))))
 
 
 def pkg_version(name: str) -> str | None:
@@ -144,6 +161,7 @@ def make_kairo(weights, inputs, *, backend="scipy", dtype="float64", seed=SEED):
     return Reservoir(weights, input_neurons=inputs, n_inputs=1, activation="tanh", leak=LEAK,
                      input_gain=1.0, bias=0.0, input_weights="uniform", seed=seed,
                      backend=backend, dtype=dtype)
+
 
 
 def make_reservoirpy(kairo_res, w_pre_post: sp.csr_matrix):
@@ -248,7 +266,9 @@ def run_speed(results, w, inputs, cfg):
     steps, reps, batch = cfg["speed_steps"], cfg["repeats"], cfg["batch"]
     rng = np.random.default_rng(SEED + 2)
     u1 = rng.uniform(-1.0, 1.0, size=(steps, 1))
-    ub = rng.uniform(-1.0, 1.0, size=(steps, batch, 1))
+    big_batches = cfg.get("big_batches", ())
+    ub_all = rng.uniform(-1.0, 1.0, size=(steps, max((batch, *big_batches)), 1))
+    ub = ub_all[:, :batch]
     speed = {"n_steps": steps, "repeats": f"best of {reps}", "batch": batch, "configs": {}}
 
     # reservoirpy: one stream; reset the state so every repeat starts from zero like kairo
@@ -279,26 +299,34 @@ def run_speed(results, w, inputs, cfg):
             plans.append((f"kairo_{batch}streams_{backend}_{dtype}", batch, backend, dtype, None))
     for dtype in ("float64", "float32"):
         plans.append((f"kairo_{batch}streams_torch_{dtype}_1thread", batch, "torch", dtype, 1))
+    # wider batches amortize each sparse product over more streams
+    for b in big_batches:
+        for backend in ("torch", "scipy"):
+            plans.append((f"kairo_{b}streams_{backend}_float32", b, backend, "float32", None))
     for name, b, backend, dtype, threads in plans:
         res = make_kairo(w, inputs, backend=backend, dtype=dtype)
-        u = u1 if b == 1 else ub
+        u = u1 if b == 1 else ub_all[:, :b]
         with torch_threads(threads) as n_threads:
             # warm-up (builds the torch CSR once) doubles as a per-config agreement check
+            res.run(u[:10], progress_bar=False)
+            t0 = time.perf_counter()
             warm = res.run(u[:200], progress_bar=False)
-            best, times = best_of(lambda: consume(res, u), reps)
+            n_steps = capped_steps(time.perf_counter() - t0, 200, steps, reps,
+                                   cfg["speed_budget_s"], min_steps=200)
+            best, times = best_of(lambda: consume(res, u[:n_steps]), reps)
         rec = {"streams": b, "backend": backend, "resolved_backend": res.resolve_backend(b),
                "dtype": dtype, "torch_threads": n_threads if res.resolve_backend(b) == "torch"
                else None}
         if b > 1:
             rec["max_abs_diff_stream0_vs_reservoirpy"] = float(
                 np.max(np.abs(warm[:, 0, :].astype(np.float64) - ref0)))
-        rate = steps * b / best
-        rec.update({"best_s": round(best, 5), "times_s": times,
+        rate = n_steps * b / best
+        rec.update({"n_steps": n_steps, "best_s": round(best, 5), "times_s": times,
                     "stream_steps_per_s": round(rate, 1),
-                    "us_per_step": round(1e6 * best / steps, 2),
+                    "us_per_step": round(1e6 * best / n_steps, 2),
                     "ratio_vs_reservoirpy": round(rate / base, 2)})
         speed["configs"][name] = rec
-        print(f"   {name:<34} {rec['stream_steps_per_s']:>12,.0f} stream-steps/s  "
+        print(f"   {name:<38} {rec['stream_steps_per_s']:>12,.0f} stream-steps/s  "
               f"×{rec['ratio_vs_reservoirpy']:.2f}", flush=True)
         del res, warm
     batched = {k: v for k, v in speed["configs"].items() if v["streams"] > 1}
@@ -351,6 +379,16 @@ def run_ridge(results, w, inputs, cfg):
 
     best_r, times_r = best_of(rpy_fit, reps)
     rpy = holder["r"]
+    # informational: reservoirpy's own two stages (Gram accumulation, then the solve)
+    probe = Ridge(ridge=lam, fit_bias=True)
+    probe.initialize(x, y)
+    t0 = time.perf_counter()
+    stats = probe.worker(x, y)
+    rec["reservoirpy_worker_s"] = round(time.perf_counter() - t0, 4)
+    t0 = time.perf_counter()
+    probe.master(iter([stats]))
+    rec["reservoirpy_master_s"] = round(time.perf_counter() - t0, 4)
+    del probe, stats
     # both fit an unpenalized intercept: reservoirpy by centering, kairo by a ones column
     p_k, p_r = est.predict(x), rpy.run(x)
     rec.update({
@@ -407,21 +445,27 @@ def run_scale(results, cfg):
             with torch_threads(threads) as n_threads:
                 consume(res, u[:2])  # warm-up: builds torch's CSR copy, first-touches buffers
                 setup_s = time.perf_counter() - t0
-                best, times = best_of(lambda: consume(res, u), reps)
-            per_step = best / steps
+                t0 = time.perf_counter()
+                consume(res, u[:3])
+                n_steps = capped_steps(time.perf_counter() - t0, 3, steps, reps,
+                                       cfg["scale_budget_s"], min_steps=10)
+                best, times = best_of(lambda: consume(res, u[:n_steps]), reps)
+            per_step = best / n_steps
             name = (f"{b}stream{'s' if b > 1 else ''}_{backend}"
                     f"{'_1thread' if threads == 1 else ''}")
             rec["configs"][name] = {
-                "streams": b, "backend": backend, "auto_would_pick": res.resolve_backend(b),
+                "streams": b, "backend": backend, "auto_would_pick": make_kairo(
+                    w, inputs, backend="auto", dtype="float32").resolve_backend(b),
                 "torch_threads": n_threads if backend == "torch" else None,
-                "setup_s": round(setup_s, 2), "best_s": round(best, 4), "times_s": times,
+                "n_steps": n_steps, "setup_s": round(setup_s, 2), "best_s": round(best, 4),
+                "times_s": times,
                 "ms_per_step": round(1e3 * per_step, 2),
                 "stream_steps_per_s": round(b / per_step, 2),
                 "synapse_updates_per_s": float(f"{w.nnz * b / per_step:.4g}"),
                 "final_state_abs_mean": round(float(np.abs(res.last_state_).mean()), 5),
                 "final_state_finite": bool(np.isfinite(res.last_state_).all()),
                 "max_rss_mb": max_rss_mb()}
-            print(f"   {name:<16} {1e3 * per_step:9.1f} ms/step  "
+            print(f"   {name:<22} {1e3 * per_step:9.1f} ms/step  "
                   f"{w.nnz * b / per_step:.3g} synapse-updates/s", flush=True)
             del res, u
             gc.collect()
@@ -445,7 +489,7 @@ def summary(results) -> str:
                      f"({base['us_per_step']} µs/step)")
         for k, v in s["configs"].items():
             if k.startswith("kairo"):
-                lines.append(f"  {k:<34} {v['stream_steps_per_s']:>12,.0f}  "
+                lines.append(f"  {k:<38} {v['stream_steps_per_s']:>12,.0f}  "
                              f"×{v['ratio_vs_reservoirpy']:.2f}")
         bb = s["best_batched"]
         lines.append(f"best batched: {bb['config']} ×{bb['ratio_vs_reservoirpy']} "
@@ -464,7 +508,7 @@ def summary(results) -> str:
         lines.append(f"scale: {m['n_neurons']:,} neurons, {m['nnz']:,} synapses "
                      f"(built in {m['build_s']} s)")
         for k, v in sc["configs"].items():
-            lines.append(f"  {k:<16} {v['ms_per_step']:>9} ms/step  "
+            lines.append(f"  {k:<22} {v['ms_per_step']:>9} ms/step  "
                          f"{v['synapse_updates_per_s']:.3g} synapse-updates/s")
     return "\n".join(lines)
 
@@ -475,7 +519,23 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=None,
                         help="JSON output path (default: benchmarks/results/"
                              "reservoir_speed[_quick].json)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="cap BLAS/OpenMP and torch threads for the whole run (default: "
+                             "library defaults)")
     args = parser.parse_args(argv)
+    if args.threads is not None:
+        # a process-wide cap, applied before any timing; recorded under machine.threadpools.
+        # Import everything that loads a BLAS/OpenMP runtime first: threadpoolctl only
+        # limits the libraries already loaded.
+        import reservoirpy.nodes  # noqa: F401
+        import scipy.linalg  # noqa: F401
+        import torch
+        from threadpoolctl import threadpool_limits
+
+        import kairo.reservoir  # noqa: F401
+
+        threadpool_limits(args.threads)
+        torch.set_num_threads(args.threads)
     cfg = QUICK if args.quick else FULL
     out = args.out or (Path(__file__).resolve().parent / "results" /
                        f"reservoir_speed{'_quick' if args.quick else ''}.json")
@@ -485,7 +545,8 @@ def main(argv=None) -> int:
     from kairo.connectome import load_connectome, prepare
 
     results = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-               "quick": args.quick, "config": dict(cfg, leak=LEAK, seed=SEED),
+               "quick": args.quick,
+               "config": dict(cfg, leak=LEAK, seed=SEED, threads_cap=args.threads),
                "command": " ".join([Path(sys.executable).name] + sys.argv),
                "machine": machine_info(),
                "versions": {p: pkg_version(p) for p in ("kairo", "reservoirpy", "numpy",

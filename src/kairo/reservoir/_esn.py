@@ -11,10 +11,12 @@ non-zero columns only for the input neurons, ``a`` is the leak rate, ``b`` the b
 is ``tanh`` or the identity. Many independent streams run as one batch: the state matrix is
 ``(n_neurons, n_streams)`` and each step is one sparse × dense product.
 
-Kernels were chosen by measurement (docs/benchmarks.md). On this 2-core CPU, for the Winding
-matrix: one stream — SciPy CSR 55 µs/step, torch sparse CSR 91 µs; 32 streams — torch 235
-µs/step (float32), SciPy 443 µs. ``backend="auto"`` therefore takes SciPy for fewer than 8
-streams on CPU, torch for batches, and torch whenever CUDA is available.
+Kernels were chosen by measurement (``benchmarks/reservoir_speed.py``, docs/benchmarks.md).
+On this 2-core CPU, Winding matrix, 32 streams: float64 — SciPy 907 µs/step, torch 1,233 µs;
+float32 — torch 461 µs, SciPy 551 µs; one stream — SciPy 60 µs, torch 70 µs; at adult-fly
+size (50 M synapses, 8 streams, float32) torch 93 ms/step vs SciPy 157 ms. So on CPU
+``backend="auto"`` takes torch for batches (≥ 8 streams) in float32 or on matrices of ≥ 5 M
+synapses, SciPy otherwise; with CUDA available it always takes torch.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ ACTIVATIONS = ("tanh", "linear")
 BACKENDS = ("auto", "scipy", "torch")
 INPUT_WEIGHTS = ("uniform", "positive", "constant")
 _TORCH_MIN_STREAMS = 8
+_TORCH_MIN_NNZ = 5_000_000
 
 
 def _torch():
@@ -155,7 +158,9 @@ class Reservoir:
                 return "torch"
         except ImportError:  # pragma: no cover - torch is a dependency
             return "scipy"
-        return "torch" if n_streams >= _TORCH_MIN_STREAMS else "scipy"
+        big = self._wt.nnz >= _TORCH_MIN_NNZ
+        batched = n_streams >= _TORCH_MIN_STREAMS
+        return "torch" if batched and (self.dtype == np.float32 or big) else "scipy"
 
     # ------------------------------------------------------------------ running
     def _check_inputs(self, u) -> tuple[np.ndarray, bool]:
@@ -228,6 +233,7 @@ class Reservoir:
         drive = self._drive(block)
         out = np.empty((block.shape[0], block.shape[1], rd.size), dtype=self.dtype)
         tanh = self.activation == "tanh"
+        read_all = rd.size == self.n_neurons
         for t in range(block.shape[0]):
             pre = wt @ x                                  # (n, B)
             pre[inp] += drive[t]
@@ -235,8 +241,11 @@ class Reservoir:
                 pre += self.bias
             if tanh:
                 np.tanh(pre, out=pre)
-            x = pre if a == 1.0 else (1.0 - a) * x + a * pre
-            out[t] = x[rd].T
+            if a != 1.0:                                  # x ← (1−a)x + a·f(·), in place
+                pre *= a
+                pre += (1.0 - a) * x
+            x = pre
+            out[t] = x.T if read_all else x[rd].T
         return out, x
 
     def _torch_weights(self, device):
@@ -266,6 +275,7 @@ class Reservoir:
         out = torch.empty((block.shape[0], block.shape[1], rd.numel()), dtype=dt,
                           device=device)
         a = self.leak
+        read_all = rd.numel() == self.n_neurons
         with torch.no_grad():
             for t in range(block.shape[0]):
                 pre = torch.sparse.mm(wt, x)
@@ -274,6 +284,8 @@ class Reservoir:
                     pre += self.bias
                 if self.activation == "tanh":
                     pre = torch.tanh_(pre)
-                x = pre if a == 1.0 else (1.0 - a) * x + a * pre
-                out[t] = x[rd].T
+                if a != 1.0:
+                    pre.mul_(a).add_(x, alpha=1.0 - a)
+                x = pre
+                out[t] = x.T if read_all else x[rd].T
         return out.cpu().numpy(), x

@@ -122,17 +122,29 @@ class StreamingRidgeCV(RegressorMixin, BaseEstimator):
         if first:
             self._reset(X.shape[1], y.shape[1], y1d)
         block = int(block or self.block or 256)
-        if self.fit_intercept:
-            X = np.hstack([X, np.ones((X.shape[0], 1))])
-        t = self.n_samples_seen_ + np.arange(X.shape[0])
-        fold = (t // block) % self._gram_g.shape[0]
-        for k in np.unique(fold):
-            m = fold == k
-            xk, yk = X[m], y[m]
-            self._gram_g[k] += xk.T @ xk
-            self._gram_b[k] += xk.T @ yk
-            self._yy[k] += np.einsum("ij,ij->j", yk, yk)
-            self._count[k] += xk.shape[0]
+        p = X.shape[1]
+        n_folds = self._gram_g.shape[0]
+        # walk the chunk in contiguous runs that fall in one fold: slices, no masked copies;
+        # the intercept's row/column of the Gram matrix come from column sums
+        t0 = self.n_samples_seen_
+        start = 0
+        while start < X.shape[0]:
+            t = t0 + start
+            stop = min(X.shape[0], start + block - t % block)
+            k = (t // block) % n_folds
+            xs, ys = X[start:stop], y[start:stop]
+            g, b = self._gram_g[k], self._gram_b[k]
+            g[:p, :p] += xs.T @ xs
+            b[:p] += xs.T @ ys
+            if self.fit_intercept:
+                colsum = xs.sum(axis=0)
+                g[:p, p] += colsum
+                g[p, :p] += colsum
+                g[p, p] += xs.shape[0]
+                b[p] += ys.sum(axis=0)
+            self._yy[k] += np.einsum("ij,ij->j", ys, ys)
+            self._count[k] += xs.shape[0]
+            start = stop
         self.n_samples_seen_ += X.shape[0]
         return self
 
