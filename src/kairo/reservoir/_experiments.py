@@ -322,13 +322,22 @@ def _null_seeds(seed: int, kinds, n: int) -> dict[str, list[np.random.SeedSequen
 
 
 def _conditions(raw: Connectome, cfg: CompareConfig):
-    """Yield (kind, index, connectome-before-preprocessing, signs) for real and every null."""
+    """Yield (kind, replicate, raw-level connectome, signs) for the real connectome and then
+    every null replicate (built lazily, each from its own seed stream)."""
     yield "real", 0, raw, None
     seeds = _null_seeds(cfg.seed, cfg.null_models, cfg.nulls)
     for kind in cfg.null_models:
         for i, ss in enumerate(seeds[kind]):
             # the Gaussian ESN is signed by construction; everything else gets cfg.signs
-            yield kind, i, (kind, ss), ("keep" if kind == "gaussian" else None)
+            yield (kind, i, null_model(raw, kind, np.random.default_rng(ss)),
+                   "keep" if kind == "gaussian" else None)
+
+
+def _score(graph: Connectome, cfg: RunConfig, data: TaskData, signs, **override) -> dict:
+    """Preprocess a raw-level graph, build its reservoir and evaluate it on ``data``."""
+    c = _prepared(graph, cfg, signs=signs, **override)
+    res = build_reservoir(c, cfg, n_inputs=data.u.shape[1], **override)
+    return evaluate(res, data, cv=cfg.cv, readout=cfg.readout)
 
 
 def compare_experiment(cfg: CompareConfig, raw: Connectome | None = None) -> dict:
@@ -336,12 +345,9 @@ def compare_experiment(cfg: CompareConfig, raw: Connectome | None = None) -> dic
     data = task_for(cfg)
     metric, higher = headline(cfg.task)
     rows = []
-    conds = list(_conditions(raw, cfg))
-    for kind, i, src, signs in progress(conds, desc="compare", enabled=None):
-        c0 = src if kind == "real" else null_model(raw, src[0], np.random.default_rng(src[1]))
-        c = _prepared(c0, cfg, signs=signs)
-        res = build_reservoir(c, cfg, n_inputs=data.u.shape[1])
-        m = evaluate(res, data, cv=cfg.cv, readout=cfg.readout)
+    total = 1 + cfg.nulls * len(cfg.null_models)
+    for kind, i, graph, signs in progress(_conditions(raw, cfg), total=total, desc="compare"):
+        m = _score(graph, cfg, data, signs)
         rows.append({"model": kind, "replicate": i, metric: m[metric],
                      "ridge_alpha": m.get("ridge_alpha")})
     table = pd.DataFrame(rows)
@@ -357,18 +363,13 @@ def sweep_experiment(cfg: SweepConfig, raw: Connectome | None = None) -> dict:
     data = task_for(cfg)
     metric, higher = headline(cfg.task)
     rows = []
-    conds = list(_conditions(raw, cfg))
     # nulls are drawn once and reused across the sweep, so curves differ only by the parameter
-    graphs = {(k, i): (src if k == "real" else null_model(raw, src[0],
-                                                          np.random.default_rng(src[1])))
-              for k, i, src, _ in conds}
-    work = [(v, k, i, s) for v in cfg.values for k, i, _, s in conds]
-    for v, kind, i, signs in progress(work, desc="sweep", enabled=None):
-        over = {cfg.param: v}
-        c = _prepared(graphs[kind, i], cfg, signs=signs, **over)
-        res = build_reservoir(c, cfg, n_inputs=data.u.shape[1], **over)
-        m = evaluate(res, data, cv=cfg.cv, readout=cfg.readout)
-        rows.append({cfg.param: v, "model": kind, "replicate": i, metric: m[metric]})
+    conds = list(_conditions(raw, cfg))
+    work = [(v, cond) for v in cfg.values for cond in conds]
+    for v, (kind, i, graph, signs) in progress(work, desc="sweep"):
+        m = _score(graph, cfg, data, signs, **{cfg.param: v})
+        rows.append({cfg.param: v, "model": kind, "replicate": i, metric: m[metric],
+                     "ridge_alpha": m.get("ridge_alpha")})
     table = pd.DataFrame(rows)
     curves = (table.groupby([cfg.param, "model"])[metric]
               .agg(["mean", "std", "count"]).reset_index())

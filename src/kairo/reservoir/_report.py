@@ -64,11 +64,10 @@ def write_compare(rd, cfg, r: dict) -> str:
         ax.scatter(i + rng.uniform(-0.15, 0.15, v.size), v, s=14, color=_COLORS.get(k),
                    alpha=0.7)
         ax.errorbar(i + 0.3, v.mean(), yerr=v.std(ddof=1), fmt="o", color="k", capsize=3)
-        s = r["summary"][k]
-        ax.annotate(f"z={s['z']:.2f}\np={s['p_better']:.3f}", (i, ax.get_ylim()[1]),
-                    ha="center", va="top", fontsize=8)
     ax.axhline(r["real"], color="black", ls="--", label=f"real connectome ({r['real']:.4g})")
-    ax.set_xticks(range(len(kinds)), kinds)
+    ax.set_xticks(range(len(kinds)),
+                  [f"{k}\nz = {r['summary'][k]['z']:.2f}\np(real better) = "
+                   f"{r['summary'][k]['p_better']:.3f}" for k in kinds], fontsize=8)
     ax.set(ylabel=metric, title=f"{cfg.task}: real connectome vs null models "
                                 f"({cfg.nulls} each, {cfg.norm} norm)")
     ax.legend(loc="lower right", fontsize=8)
