@@ -143,6 +143,8 @@ class Reservoir:
             raise KairoError(f"{name} must be a non-empty 1-D array of neuron positions")
         if idx.min() < 0 or idx.max() >= n:
             raise KairoError(f"{name} has positions outside 0..{n - 1}")
+        if np.unique(idx).size != idx.size:
+            raise KairoError(f"{name} lists a neuron more than once")
         return idx.astype(np.int64)
 
     @property
