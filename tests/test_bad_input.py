@@ -473,21 +473,20 @@ def test_ridge_nan_in_X(xy):
     X, y = xy
     X = X.copy()
     X[3, 1] = np.nan
-    with pytest.raises(KairoError, match=r"X or y contains NaN or infinite values"):
+    with pytest.raises(KairoError, match=r"Input X contains NaN"):
         StreamingRidgeCV().fit(X, y)
 
 
 def test_ridge_y_wrong_length(xy):
     X, y = xy
-    with pytest.raises(KairoError, match=r"y must have shape \(100,\) or \(100, n_targets\), "
-                                         r"got \(50,\)"):
+    with pytest.raises(KairoError, match=r"inconsistent numbers of samples: \[100, 50\]"):
         StreamingRidgeCV().fit(X, y[:50])
 
 
 def test_ridge_predict_wrong_feature_count(xy):
     X, y = xy
     model = StreamingRidgeCV().fit(X, y)
-    with pytest.raises(KairoError, match=r"X must have shape \(n_samples, 4\), got \(100, 3\)"):
+    with pytest.raises(KairoError, match=r"X has 3 features, but StreamingRidgeCV is expecting 4"):
         model.predict(X[:, :3])
 
 
@@ -499,15 +498,15 @@ def test_ridge_finalize_without_data():
 def test_ridge_chunk_with_other_feature_count(xy):
     X, y = xy
     model = StreamingRidgeCV().partial_fit(X, y)
-    with pytest.raises(KairoError, match=r"chunk has 2 features / 1 targets; earlier chunks "
-                                         r"had 4 / 1"):
+    with pytest.raises(KairoError, match=r"X has 2 features, but StreamingRidgeCV is "
+                                         r"expecting 4 features"):
         model.partial_fit(X[:, :2], y)
 
 
 def test_ridge_too_few_rows_for_cv(xy):
     X, y = xy
-    with pytest.raises(KairoError, match=r"cross-validation needs data in ≥ 2 folds; got 100 "
-                                         r"rows with block size 256"):
+    with pytest.raises(KairoError, match=r"cross-validation needs data in ≥ 2 folds; got "
+                                         r"n_samples = 100 with block size 256"):
         StreamingRidgeCV(block=256).partial_fit(X, y).finalize()
 
 

@@ -66,3 +66,10 @@ def test_propagate(winding):
     assert h["right_stim_drives_left_dn_more"]["results"]["row/stim-L"]["n_pairs"] > 80
     rev = propagate_experiment(PropagateConfig(steps=8, convention="reversed"), winding)
     assert "REVERSED" in rev["convention"]
+
+
+def test_classification_readouts(winding):
+    for readout in ("ridge", "logistic"):
+        m = run_experiment(RunConfig(task="sine-square", norm="row", readout=readout,
+                                     **SMALL), winding)
+        assert 0.7 < m["accuracy"] <= 1.0, (readout, m["accuracy"])

@@ -26,7 +26,7 @@ import numpy as np
 import scipy.linalg
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import NotFittedError
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_array, check_X_y
 
 from kairo._errors import KairoError
 
@@ -35,6 +35,14 @@ __all__ = ["StreamingRidgeCV", "DEFAULT_ALPHAS"]
 # Factor-100 steps: each alpha costs one Cholesky per fold (≈0.15 s at 2,953 features), and
 # validation error is flat enough in log(alpha) that a coarser grid loses little.
 DEFAULT_ALPHAS = tuple(10.0 ** np.arange(-10, 3, 2))
+
+
+def _check_xy(X, y):
+    """scikit-learn's input checks (its standard messages), raised as kairo errors."""
+    try:
+        return check_X_y(X, y, dtype=np.float64, multi_output=True, y_numeric=True)
+    except ValueError as exc:
+        raise KairoError(f"StreamingRidgeCV: {exc}") from exc
 
 
 def _solve(g: np.ndarray, b: np.ndarray, lam: float, intercept: bool) -> np.ndarray | None:
@@ -82,22 +90,22 @@ class StreamingRidgeCV(RegressorMixin, BaseEstimator):
 
     # ---------------------------------------------------------------- accumulation
     def _validate(self, X, y, first: bool):
-        X = np.asarray(X, dtype=np.float64)
-        y = np.asarray(y, dtype=np.float64)
-        if X.ndim != 2:
-            raise KairoError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
-        if y.ndim not in (1, 2) or y.shape[0] != X.shape[0]:
-            raise KairoError(f"y must have shape ({X.shape[0]},) or ({X.shape[0]}, n_targets), "
-                             f"got {y.shape}")
-        if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y))):
-            raise KairoError("X or y contains NaN or infinite values")
+        # scikit-learn's own checks give its standard messages for empty, complex, sparse,
+        # non-finite and 1-D input; all are ValueErrors.
+        X, y = _check_xy(X, y)
         y2 = y[:, None] if y.ndim == 1 else y
         if not first:
             if X.shape[1] != self.n_features_in_ or y2.shape[1] != self._gram_b.shape[2]:
-                raise KairoError(f"chunk has {X.shape[1]} features / {y2.shape[1]} targets; "
-                                 f"earlier chunks had {self.n_features_in_} / "
-                                 f"{self._gram_b.shape[2]}")
+                raise KairoError(f"X has {X.shape[1]} features, but StreamingRidgeCV is "
+                                 f"expecting {self.n_features_in_} features as input (and "
+                                 f"{self._gram_b.shape[2]} targets; got {y2.shape[1]})")
         return X, y2, y.ndim == 1
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = True
+        return tags
 
     def _reset(self, n_features: int, n_targets: int, y1d: bool) -> None:
         if int(self.cv) < 1:
@@ -153,8 +161,8 @@ class StreamingRidgeCV(RegressorMixin, BaseEstimator):
         for attr in ("_gram_g", "_gram_b", "_yy", "_count"):
             if hasattr(self, attr):
                 delattr(self, attr)
-        n = np.asarray(X).shape[0] if np.ndim(X) else 0
-        self.partial_fit(X, y, block=max(1, -(-n // max(int(self.cv), 1))))
+        X, y = _check_xy(X, y)
+        self.partial_fit(X, y, block=max(1, -(-X.shape[0] // max(int(self.cv), 1))))
         return self.finalize()
 
     # ---------------------------------------------------------------- solving
@@ -180,8 +188,8 @@ class StreamingRidgeCV(RegressorMixin, BaseEstimator):
                     errors[i] += (self._yy[k] - 2 * np.einsum("ij,ij->j", w, self._gram_b[k])
                                   + np.einsum("ij,ij->j", w, self._gram_g[k] @ w))
         elif alphas.size > 1:
-            raise KairoError(f"cross-validation needs data in ≥ 2 folds; got "
-                             f"{self.n_samples_seen_} rows with block size {self.block}. "
+            raise KairoError(f"cross-validation needs data in ≥ 2 folds; got n_samples = "
+                             f"{self.n_samples_seen_} with block size {self.block}. "
                              f"Give more rows, a smaller block, or a single alpha")
         self.cv_errors_ = errors
         scale = max(np.trace(g_all[:p, :p]) / max(p, 1), np.finfo(float).tiny)
@@ -211,13 +219,18 @@ class StreamingRidgeCV(RegressorMixin, BaseEstimator):
         return self
 
     def predict(self, X) -> np.ndarray:
+        if not hasattr(self, "coef_"):
+            raise NotFittedYet("StreamingRidgeCV is not fitted: call fit, or partial_fit then "
+                               "finalize, before predict")
         try:
-            check_is_fitted(self, "coef_")
-        except NotFittedError as exc:
-            raise KairoError("StreamingRidgeCV is not fitted: call fit, or partial_fit then "
-                             "finalize, before predict") from exc
-        X = np.asarray(X, dtype=np.float64)
-        if X.ndim != 2 or X.shape[1] != self.n_features_in_:
-            raise KairoError(f"X must have shape (n_samples, {self.n_features_in_}), got "
-                             f"{X.shape}")
+            X = check_array(X, dtype=np.float64)
+        except ValueError as exc:
+            raise KairoError(f"StreamingRidgeCV.predict: {exc}") from exc
+        if X.shape[1] != self.n_features_in_:
+            raise KairoError(f"X has {X.shape[1]} features, but StreamingRidgeCV is expecting "
+                             f"{self.n_features_in_} features as input")
         return X @ self.coef_.T + self.intercept_
+
+
+class NotFittedYet(KairoError, NotFittedError):
+    """``predict`` before ``fit`` (a kairo error and scikit-learn's NotFittedError)."""
