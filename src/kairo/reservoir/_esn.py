@@ -66,8 +66,9 @@ class Reservoir:
         Scale of the input weights.
     bias : float
         Constant added to every neuron's pre-activation.
-    input_weights : {"uniform", "positive", "constant"}
-        How ``W_in`` is initialised: U(−1, 1), U(0, 1) or all ones, times ``input_gain``.
+    input_weights : {"uniform", "positive", "constant"} or array
+        How ``W_in`` is initialised: U(−1, 1), U(0, 1) or all ones, times ``input_gain``; or
+        an explicit array of shape (n_inputs, n_input_neurons), used as given.
     seed : int or numpy Generator
         Seeds the input weights.
     backend : {"auto", "scipy", "torch"}
@@ -106,9 +107,10 @@ class Reservoir:
             raise KairoError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
         if dtype not in ("float64", "float32"):
             raise KairoError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
-        if input_weights not in INPUT_WEIGHTS:
+        explicit = not isinstance(input_weights, str)
+        if not explicit and input_weights not in INPUT_WEIGHTS:
             raise KairoError(f"unknown input_weights {input_weights!r}; expected one of "
-                             f"{', '.join(INPUT_WEIGHTS)}")
+                             f"{', '.join(INPUT_WEIGHTS)} or an array")
         if int(n_inputs) < 1:
             raise KairoError(f"n_inputs must be ≥ 1, got {n_inputs}")
         self.input_neurons = self._positions(input_neurons, n, "input_neurons")
@@ -125,13 +127,20 @@ class Reservoir:
         self.device = device
         rng = np.random.default_rng(seed)
         shape = (self.n_inputs, self.input_neurons.size)
-        if input_weights == "uniform":
+        if explicit:
+            win = np.asarray(input_weights, dtype=float)
+            if win.shape != shape or not np.all(np.isfinite(win)):
+                raise KairoError(f"explicit input_weights must be a finite array of shape "
+                                 f"{shape} (n_inputs, n_input_neurons), got {win.shape}")
+            self.input_weights_ = win.astype(self.dtype)
+        elif input_weights == "uniform":
             win = rng.uniform(-1.0, 1.0, size=shape)
         elif input_weights == "positive":
             win = rng.uniform(0.0, 1.0, size=shape)
         else:
             win = np.ones(shape)
-        self.input_weights_ = (self.input_gain * win).astype(self.dtype)
+        if not explicit:
+            self.input_weights_ = (self.input_gain * win).astype(self.dtype)
         # x @ W  ==  (Wᵀ @ xᵀ)ᵀ: keep Wᵀ in CSR so each step is one CSR × dense (n, B) product.
         self._wt = sp.csr_matrix(w.T, dtype=self.dtype)
         self._torch_cache: dict = {}

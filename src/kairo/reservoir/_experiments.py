@@ -393,13 +393,13 @@ def propagate_experiment(cfg: PropagateConfig, raw: Connectome | None = None) ->
     for norm in cfg.norms:
         c = prepare(raw, norm=norm, spectral_radius_target=cfg.spectral_radius)
         w = c.weights if cfg.convention == "pre-to-post" else c.weights.T.tocsr()
-        # two streams: stimulate left, stimulate right; the input drives each side's own group
+        # two streams: stimulate left, stimulate right; input channel k drives side k's group
         inp = np.concatenate([stim["L"], stim["R"]])
+        win = np.zeros((2, inp.size))
+        win[0, :stim["L"].size] = 1.0
+        win[1, stim["L"].size:] = 1.0
         res = Reservoir(w, input_neurons=inp, n_inputs=2, activation=cfg.activation,
-                        input_weights="constant", input_gain=1.0, backend="scipy")
-        res.input_weights_ = np.zeros((2, inp.size))
-        res.input_weights_[0, :stim["L"].size] = 1.0
-        res.input_weights_[1, stim["L"].size:] = 1.0
+                        input_weights=win, backend="scipy")
         u = np.zeros((cfg.steps, 2, 2))
         u[:, 0, 0] = cfg.stimulus
         u[:, 1, 1] = cfg.stimulus
@@ -412,7 +412,7 @@ def propagate_experiment(cfg: PropagateConfig, raw: Connectome | None = None) ->
                                  "side": side, "mean_activity": float(act[t].mean())})
                 final[norm, sside, g, side] = act[-1]
     table = pd.DataFrame(rows)
-    return {"table": table, "hypotheses": _propagate_hypotheses(cfg, raw, table, final),
+    return {"table": table, "hypotheses": _propagate_hypotheses(cfg, raw, table, final, rec),
             "convention": ("pre → post (rows presynaptic): biological signal flow"
                            if cfg.convention == "pre-to-post" else
                            "REVERSED post → pre (Wᵀ): NOT the biological direction")}
@@ -428,7 +428,7 @@ def _group_kw(spec: str) -> dict:
     return kw
 
 
-def _propagate_hypotheses(cfg, raw, table, final) -> dict:
+def _propagate_hypotheses(cfg, raw, table, final, rec) -> dict:
     out: dict = {}
     g0 = cfg.record_groups[0]
     t_end = table[table.step == cfg.steps]
@@ -457,8 +457,7 @@ def _propagate_hypotheses(cfg, raw, table, final) -> dict:
     for norm in cfg.norms:
         for sstim in "LR":
             left, right = final[norm, sstim, g0, "L"], final[norm, sstim, g0, "R"]
-            value = {**dict(zip(ids[raw.select(**_group_kw(g0), side="L")], left)),
-                     **dict(zip(ids[raw.select(**_group_kw(g0), side="R")], right))}
+            value = {**dict(zip(ids[rec[g0, "L"]], left)), **dict(zip(ids[rec[g0, "R"]], right))}
             diff = np.array([value[a] - value[b] for a, b in pairs])
             p = float(stats.wilcoxon(diff).pvalue) if np.any(diff != 0) else 1.0
             contra = "L" if sstim == "R" else "R"
