@@ -163,6 +163,9 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("kairo: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into e.g. `head`: results are already written
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     parser.error(f"unknown command {args.command}")
     return 2
 
