@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import tomllib
+import types
 import typing
 from pathlib import Path
 
@@ -25,7 +26,7 @@ def field_kind(cls, name: str):
     origin = typing.get_origin(t)
     if origin is tuple:
         return typing.get_args(t)[0], True
-    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+    if origin in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(t) if a is not type(None)]
         return args[0], False
     return t, False
