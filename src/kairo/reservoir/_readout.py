@@ -132,15 +132,16 @@ class StreamingRidgeCV(RegressorMixin, BaseEstimator):
         block = int(block or self.block or 256)
         p = X.shape[1]
         n_folds = self._gram_g.shape[0]
-        # walk the chunk in contiguous runs that fall in one fold: slices, no masked copies;
-        # the intercept's row/column of the Gram matrix come from column sums
-        t0 = self.n_samples_seen_
-        start = 0
-        while start < X.shape[0]:
-            t = t0 + start
-            stop = min(X.shape[0], start + block - t % block)
-            k = (t // block) % n_folds
-            xs, ys = X[start:stop], y[start:stop]
+        # one Gram update per fold present in the chunk (large GEMMs are the efficient ones);
+        # a fold's rows are sliced without a copy when contiguous. The intercept's row and
+        # column come from column sums instead of a stacked column of ones.
+        fold = ((self.n_samples_seen_ + np.arange(X.shape[0])) // block) % n_folds
+        for k in np.unique(fold):
+            rows = np.flatnonzero(fold == k)
+            if rows[-1] - rows[0] + 1 == rows.size:
+                xs, ys = X[rows[0]:rows[-1] + 1], y[rows[0]:rows[-1] + 1]
+            else:
+                xs, ys = X[rows], y[rows]
             g, b = self._gram_g[k], self._gram_b[k]
             g[:p, :p] += xs.T @ xs
             b[:p] += xs.T @ ys
@@ -152,7 +153,6 @@ class StreamingRidgeCV(RegressorMixin, BaseEstimator):
                 b[p] += ys.sum(axis=0)
             self._yy[k] += np.einsum("ij,ij->j", ys, ys)
             self._count[k] += xs.shape[0]
-            start = stop
         self.n_samples_seen_ += X.shape[0]
         return self
 

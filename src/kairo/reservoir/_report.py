@@ -70,7 +70,7 @@ def write_compare(rd, cfg, r: dict) -> str:
                    f"{r['summary'][k]['p_better']:.3f}" for k in kinds], fontsize=8)
     ax.set(ylabel=metric, title=f"{cfg.task}: real connectome vs null models "
                                 f"({cfg.nulls} each, {cfg.norm} norm)")
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="best", fontsize=8)
     rd.save_figure(fig, "compare.png")
     lines = [f"{cfg.task} ({metric}, {'higher' if r['higher_is_better'] else 'lower'} is "
              f"better): real = {r['real']:.4g}"]
