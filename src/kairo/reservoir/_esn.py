@@ -11,10 +11,11 @@ non-zero columns only for the input neurons, ``a`` is the leak rate, ``b`` the b
 is ``tanh`` or the identity. Many independent streams run as one batch: the state matrix is
 ``(n_neurons, n_streams)`` and each step is one sparse × dense product.
 
-Kernels were chosen by measurement (``benchmarks/reservoir_speed.py``, docs/benchmarks.md).
-On this 2-core CPU, Winding matrix, 32 streams: float64 — SciPy 907 µs/step, torch 1,233 µs;
-float32 — torch 461 µs, SciPy 551 µs; one stream — SciPy 60 µs, torch 70 µs; at adult-fly
-size (50 M synapses, 8 streams, float32) torch 93 ms/step vs SciPy 157 ms. So on CPU
+Kernels were chosen by measurement (``benchmarks/reservoir_speed.py``; latest figures in
+docs/benchmarks.md). One run on this 2-core CPU, Winding matrix, 32 streams: float64 — SciPy
+907 µs/step, torch 1,233 µs; float32 — torch 461 µs, SciPy 551 µs; one stream — SciPy 60 µs,
+torch 70 µs; adult-fly size (50 M synapses, 8 streams, float32): torch 93 ms/step, SciPy
+157 ms. So on CPU
 ``backend="auto"`` takes torch for batches (≥ 8 streams) in float32 or on matrices of ≥ 5 M
 synapses, SciPy otherwise; with CUDA available it always takes torch.
 """
