@@ -210,18 +210,27 @@ def load_winding2023(source: str | os.PathLike | None = None, *, data_dir=None,
 
 
 # ---------------------------------------------------------------------------- generic formats
-def _neuron_table(path, ids: pd.Index) -> pd.DataFrame | None:
-    if path is None:
-        return None
+def _read_neuron_table(path) -> pd.DataFrame:
+    """A neuron table CSV (an ``id`` column plus optional side, celltype, annotations, cluster,
+    partner_id), indexed by parsed id."""
     label = str(path)
     t = _read_csv(path, label)
     if "id" not in t.columns:
         raise DataError(f"{label}: a neuron table needs an 'id' column (plus optional side, "
                         f"celltype, annotations, cluster, partner_id)")
     t.index = _parse_ids(t.pop("id"), label, "neuron")
+    return t
+
+
+def _neuron_table(path, ids: pd.Index, table: pd.DataFrame | None = None
+                  ) -> pd.DataFrame | None:
+    """The neuron table aligned to the connectome's ids (read from ``path`` unless given)."""
+    if path is None:
+        return None
+    t = _read_neuron_table(path) if table is None else table
     extra = pd.Index(t.index).difference(ids)
     if len(extra):
-        raise DataError(f"{label}: {len(extra)} id(s) not in the connectome, e.g. "
+        raise DataError(f"{path}: {len(extra)} id(s) not in the connectome, e.g. "
                         f"{extra[:5].tolist()}")
     return t.reindex(ids)
 
@@ -265,20 +274,21 @@ def load_edge_list_csv(path, *, neurons=None, signed: bool = False,
     # convert pre and post together so "2" and "2.0" name the same neuron in both columns
     both = _convert_ids(pd.concat([pre, post], ignore_index=True))
     all_ids = pd.Index(pd.unique(both))
+    table = None
     if neurons is not None:
-        t = _read_csv(neurons, str(neurons))
-        if "id" in t.columns:
-            more = _parse_ids(t["id"], str(neurons), "neuron")
-            if more.dtype != all_ids.dtype:
-                raise DataError(f"{neurons}: neuron ids ({more.dtype}) are not of the same "
-                                f"kind as the edge list's ids ({all_ids.dtype})")
-            all_ids = all_ids.append(more.difference(all_ids))
+        table = _read_neuron_table(neurons)
+        if table.index.dtype != all_ids.dtype:
+            raise DataError(f"{neurons}: neuron ids ({table.index.dtype}) are not of the same "
+                            f"kind as the edge list's ids ({all_ids.dtype})")
+        # isolated neurons from the table follow, in the table's order
+        all_ids = all_ids.append(table.index[~table.index.isin(all_ids)])
     pos = all_ids.get_indexer(both)
     r, c = pos[:len(pre)], pos[len(pre):]
     n = len(all_ids)
     m = sp.coo_matrix((w, (r, c)), shape=(n, n)).tocsr()
-    return Connectome(m, _neuron_table(neurons, all_ids) if neurons is not None else
-                      pd.DataFrame(index=all_ids), name=name or Path(path).stem)
+    table = (pd.DataFrame(index=all_ids) if neurons is None else
+             _neuron_table(neurons, all_ids, table))
+    return Connectome(m, table, name=name or Path(path).stem)
 
 
 def save_npz(connectome: Connectome, path) -> None:
