@@ -337,7 +337,7 @@ def _score(graph: Connectome, cfg: RunConfig, data: TaskData, signs, **override)
     """Preprocess a raw-level graph, build its reservoir and evaluate it on ``data``."""
     c = _prepared(graph, cfg, signs=signs, **override)
     res = build_reservoir(c, cfg, n_inputs=data.u.shape[1], **override)
-    return evaluate(res, data, cv=cfg.cv, readout=cfg.readout)
+    return {**evaluate(res, data, cv=cfg.cv, readout=cfg.readout), "connectome": repr(c)}
 
 
 def compare_experiment(cfg: CompareConfig, raw: Connectome | None = None) -> dict:
@@ -350,12 +350,14 @@ def compare_experiment(cfg: CompareConfig, raw: Connectome | None = None) -> dic
         m = _score(graph, cfg, data, signs)
         rows.append({"model": kind, "replicate": i, metric: m[metric],
                      "ridge_alpha": m.get("ridge_alpha")})
+        if kind == "real":
+            prepared = m["connectome"]
     table = pd.DataFrame(rows)
     real = float(table.loc[table.model == "real", metric].iloc[0])
     summary = {kind: null_stats(real, table.loc[table.model == kind, metric].to_numpy(), higher)
                for kind in cfg.null_models}
     return {"metric": metric, "higher_is_better": higher, "real": real, "table": table,
-            "summary": summary, "connectome": repr(_prepared(raw, cfg))}
+            "summary": summary, "connectome": prepared}
 
 
 def sweep_experiment(cfg: SweepConfig, raw: Connectome | None = None) -> dict:

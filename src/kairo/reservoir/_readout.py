@@ -129,7 +129,10 @@ class StreamingRidgeCV(RegressorMixin, BaseEstimator):
         X, y, y1d = self._validate(X, y, first)
         if first:
             self._reset(X.shape[1], y.shape[1], y1d)
-        block = int(block or self.block or 256)
+        return self._accumulate(X, y, int(block or self.block or 256))
+
+    def _accumulate(self, X: np.ndarray, y: np.ndarray, block: int):
+        """Add validated rows ``X`` (n, p) and targets ``y`` (n, n_targets)."""
         p = X.shape[1]
         n_folds = self._gram_g.shape[0]
         # one Gram update per fold present in the chunk (large GEMMs are the efficient ones);
@@ -161,8 +164,9 @@ class StreamingRidgeCV(RegressorMixin, BaseEstimator):
         for attr in ("_gram_g", "_gram_b", "_yy", "_count"):
             if hasattr(self, attr):
                 delattr(self, attr)
-        X, y = _check_xy(X, y)
-        self.partial_fit(X, y, block=max(1, -(-X.shape[0] // max(int(self.cv), 1))))
+        X, y, y1d = self._validate(X, y, first=True)
+        self._reset(X.shape[1], y.shape[1], y1d)
+        self._accumulate(X, y, block=max(1, -(-X.shape[0] // max(int(self.cv), 1))))
         return self.finalize()
 
     # ---------------------------------------------------------------- solving
