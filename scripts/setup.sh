@@ -10,4 +10,7 @@ fi
 . .venv/bin/activate
 python -m pip install -q --upgrade pip
 python -m pip install -q "torch==2.13.0"
-python -m pip install -q -e ".[test]${KAIRO_EXTRAS:+,$KAIRO_EXTRAS}"
+# The [fly] extra (flygym 1.2.1 + MuJoCo) is installed by default: the demo and the tests use
+# it. KAIRO_EXTRAS="" leaves it out; KAIRO_EXTRAS="fly,bench" adds more.
+EXTRAS="${KAIRO_EXTRAS-fly}"
+python -m pip install -q -e ".[test${EXTRAS:+,$EXTRAS}]"

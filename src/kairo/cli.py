@@ -37,13 +37,30 @@ _HELP = {
     "norms": "comma-separated normalizations to compare",
     "convention": "pre-to-post (biological) or reversed (post → pre, labelled as such)",
     "record_groups": "comma-separated cell types whose L/R activity is reported",
+    "controller": "connectome, braitenberg, constant, rewired, weight-shuffle, "
+                  "random-topology, gaussian",
+    "controllers": "comma-separated controllers (see --controller)",
+    "wiring": "ipsilateral (left DN → left legs) or crossed",
+    "wirings": "comma-separated wirings to run each controller with",
+    "video": "write an mp4 of the trial here (its folder must exist)",
+    "sensory_left": "neuron group driven by the left odor reading",
+    "sensory_right": "neuron group driven by the right odor reading",
+    "descending_left": "neuron group whose mean activity is the left motor signal",
+    "descending_right": "neuron group whose mean activity is the right motor signal",
+    "brain_steps": "reservoir steps per decision interval",
+    "decision_interval": "seconds between controller decisions",
+    "timestep": "physics timestep in seconds (2e-4 is ~2x faster and close; 5e-4 diverges)",
+    "workers": "parallel worker processes (0: one per core)",
+    "executor": "auto (Ray when RAY_ADDRESS is set, else processes), processes, ray, serial",
+    "motor_scale": "divide DN activity changes by this (0: the settled activity's mean)",
 }
 
 
-def _add_config_flags(p: argparse.ArgumentParser, cls) -> None:
+def _add_config_flags(p: argparse.ArgumentParser, cls, results: bool = True) -> None:
     p.add_argument("--config", help="YAML or TOML file with options (flags override it)")
-    p.add_argument("--out", help="results folder (default: results/<command>-<time>)")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+    if results:
+        p.add_argument("--out", help="results folder (default: results/<command>-<time>)")
+        p.add_argument("--overwrite", action="store_true", help="replace an existing --out")
     for f in dataclasses.fields(cls):
         base, is_tuple = field_kind(cls, f.name)
         default = f.default
@@ -83,6 +100,38 @@ def _run_reservoir(cmd: str, args) -> int:
             rd.record_data(label, info["path"], info["sha256"])
         result = fn(cfg)
         text = writer(rd, cfg, result)
+    print(text)
+    print(f"results: {out}")
+    return 0
+
+
+def _run_fly(cmd: str, args) -> int:
+    from kairo._runs import ResultsDir, default_out
+    from kairo.embodied import _experiments as ex
+    from kairo.embodied import _report as rp
+    from kairo.reservoir._experiments import data_provenance
+
+    if cmd == "view":
+        from kairo.embodied._viewer import run_viewer
+
+        res = run_viewer(_resolve(ex.ViewConfig, args))
+        if res is not None:
+            m = res.metrics
+            print(f"{m['simulated_s']:.2f} s simulated; distance {m['initial_distance']:.1f} → "
+                  f"{m['final_distance']:.1f} mm; turning index {m['turning_index']:+.3f}")
+        return 0
+    cls = ex.FlyConfig if cmd == "run" else ex.TrialsConfig
+    cfg = _resolve(cls, args)
+    video = ex.check_output_path(cfg.video, "video") if cmd == "run" else None
+    out = Path(args.out) if args.out else default_out(f"fly {cmd}")
+    with ResultsDir(out, command=f"fly {cmd}", config=cfg, overwrite=args.overwrite) as rd:
+        if cfg.controller != "constant" or cmd == "trials":
+            for label, info in data_provenance(cfg).items():
+                rd.record_data(label, info["path"], info["sha256"])
+        if cmd == "run":
+            text = rp.run_and_write(cfg, rd, video)
+        else:
+            text = rp.write_trials(rd, cfg, ex.run_trials(cfg, progress_bar=None))
     print(text)
     print(f"results: {out}")
     return 0
@@ -135,6 +184,18 @@ def build_parser() -> argparse.ArgumentParser:
             ("sweep", ex.SweepConfig, "a metric against a parameter, real vs nulls")):
         _add_config_flags(rs.add_parser(name, help=text, description=text), cls)
 
+    from kairo.embodied import _experiments as fx
+
+    f = sub.add_parser("fly", help="the embodied fly: the connectome steers NeuroMechFly")
+    fs = f.add_subparsers(dest="fly_cmd", required=True)
+    _add_config_flags(fs.add_parser("run", help="one closed-loop trial (optionally a video)",
+                                    description="one closed-loop trial"), fx.FlyConfig)
+    _add_config_flags(fs.add_parser("trials", help="many trials in parallel, with statistics",
+                                    description="many trials in parallel"), fx.TrialsConfig)
+    _add_config_flags(fs.add_parser("view", help="the live MuJoCo viewer on the closed loop",
+                                    description="the live MuJoCo viewer (needs a display)"),
+                      fx.ViewConfig, results=False)
+
     da = sub.add_parser("data", help="the data directory: path, fetch, verify")
     ds = da.add_subparsers(dest="data_cmd", required=True)
     ds.add_parser("path", help="print the data directory")
@@ -157,6 +218,8 @@ def main(argv=None) -> int:
             return _run_data(args)
         if args.command == "reservoir":
             return _run_reservoir(args.reservoir_cmd, args)
+        if args.command == "fly":
+            return _run_fly(args.fly_cmd, args)
     except KairoError as exc:
         print(f"kairo: error: {exc}", file=sys.stderr)
         return 2

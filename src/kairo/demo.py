@@ -67,7 +67,8 @@ def run_demo(out, *, data_dir=None, quick: bool = False, overwrite: bool = False
                 text = writer(rd, cfg, fn(cfg, raw))
             figs = sorted(p.name for p in (tmp / name).glob("*.png"))
             sections.append((name, cmd, cfg, text, figs, time.perf_counter() - t0))
-        (tmp / "report.md").write_text(_report(sections, raw, quick))
+        fly = _fly_sections(tmp, ddir, quick)
+        (tmp / "report.md").write_text(_report(sections, raw, quick) + fly)
         if out.exists():
             shutil.rmtree(out)
         os.replace(tmp, out)
@@ -75,6 +76,35 @@ def run_demo(out, *, data_dir=None, quick: bool = False, overwrite: bool = False
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out
+
+
+def _fly_sections(tmp: Path, ddir: str, quick: bool) -> str:
+    """The embodied fly: one connectome-driven trial with its video, when flygym is here."""
+    import importlib.util
+
+    head = ["## fly-run", ""]
+    if importlib.util.find_spec("flygym") is None:
+        from kairo.embodied._body import INSTALL_HINT
+
+        return "\n".join(head + ["Skipped: the embodied fly needs the [fly] extra — "
+                                 f"{INSTALL_HINT}.", ""])
+    from kairo.embodied import FlyConfig
+    from kairo.embodied import _report as fr
+
+    cfg = FlyConfig(data_dir=ddir, duration=0.06 if quick else 1.0, video="fly.mp4",
+                    frame_size=128 if quick else 480)
+    t0 = time.perf_counter()
+    with ResultsDir(tmp / "fly-run", command="fly run", config=cfg) as rd:
+        text = fr.run_and_write(cfg, rd, rd.path / "fly.mp4")
+    secs = time.perf_counter() - t0
+    return "\n".join(head + [
+        f"Re-run: `kairo fly run --config fly-run/config.yaml` ({secs:.1f} s here). "
+        "The connectome (row-normalized) steers NeuroMechFly toward or away from an odor "
+        "source; many trials and the null models: `kairo fly trials` (docs/fly.md).", "",
+        "```", text.replace(str(rd.path), "fly-run"), "```", "",
+        "![last video frame](fly-run/video_frame.png)", "",
+        "![trajectory](fly-run/trajectory.png)", "", "Video: [fly-run/fly.mp4](fly-run/fly.mp4)",
+        ""])
 
 
 def _report(sections, raw, quick: bool) -> str:
