@@ -57,7 +57,9 @@ def test_data_commands(capsys, data_dir):
     assert main(["data", "path"]) == 0
     assert str(data_dir) in capsys.readouterr().out
     assert main(["data", "verify"]) == 0
-    assert "sha256 ok" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert out.count("checksum ok") == 5                    # the connectome + 4 MNIST files
+    assert "mnist/t10k-labels-idx1-ubyte" in out
 
 
 def test_demo_quick(tmp_path):
@@ -68,3 +70,15 @@ def test_demo_quick(tmp_path):
         assert f"## {section}" in report
         assert (out / section / "config.yaml").is_file()
     assert len(list(out.rglob("*.png"))) >= 5
+    # the logic family: trained, exported, verified
+    assert "## logic-0-vs-1" in report and "bit-exact" in report
+    for f in ("logic-train/circuit.json", "logic-train/circuit.c", "logic-train/circuit.v",
+              "logic-verify/verify.json"):
+        assert (out / f).is_file()
+    # the fly, when the [fly] extra is installed
+    import importlib.util
+
+    if importlib.util.find_spec("flygym") is not None:
+        assert "## fly-run" in report and (out / "fly-run" / "fly.mp4").stat().st_size > 0
+    else:
+        assert "Skipped: the embodied fly needs the [fly] extra" in report

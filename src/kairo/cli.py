@@ -53,6 +53,18 @@ _HELP = {
     "workers": "parallel worker processes (0: one per core)",
     "executor": "auto (Ray when RAY_ADDRESS is set, else processes), processes, ray, serial",
     "motor_scale": "divide DN activity changes by this (0: the settled activity's mean)",
+    "classes": "comma-separated digits to classify, e.g. 0,1",
+    "thresholds": "pixel thresholds 0-255 (several: thermometer code)",
+    "kernels": "convolutional kernels (not implemented yet: 0)",
+    "hidden": "logic neurons per layer",
+    "layers": "logic layers",
+    "gate_mode": "soft (softmax mixture) or gumbel (straight-through hard gates)",
+    "tau": "GroupSum temperature",
+    "iters": "training iterations (batches)",
+    "circuit": "circuit JSON written by kairo logic train",
+    "format": "json, c or verilog",
+    "output": "file to write (its folder must exist)",
+    "backends": "comma-separated: numpy, c, verilog",
 }
 
 
@@ -137,6 +149,29 @@ def _run_fly(cmd: str, args) -> int:
     return 0
 
 
+def _run_logic(cmd: str, args) -> int:
+    from kairo._runs import ResultsDir, default_out
+    from kairo.logic import _commands as lc
+
+    if cmd == "export":
+        print(lc.run_export(_resolve(lc.ExportConfig, args)))
+        return 0
+    if cmd == "train":
+        cfg = _resolve(lc.LogicTrainConfig, args)
+        out = Path(args.out) if args.out else default_out("logic train")
+        with ResultsDir(out, command="logic train", config=cfg, overwrite=args.overwrite) as rd:
+            text = lc.run_train(cfg, rd, out)
+        lc._done_checkpoint(out)
+    else:
+        cfg = _resolve(lc.VerifyConfig, args)
+        out = Path(args.out) if args.out else default_out("logic verify")
+        with ResultsDir(out, command="logic verify", config=cfg, overwrite=args.overwrite) as rd:
+            text = lc.write_verify(rd, lc.run_verify(cfg))
+    print(text)
+    print(f"results: {out}")
+    return 0
+
+
 def _run_demo(args) -> int:
     from kairo.demo import run_demo
 
@@ -155,7 +190,7 @@ def _run_data(args) -> int:
     names = [args.name] if getattr(args, "name", None) else list(REGISTRY)
     for name in names:
         path = fetch(name, args.data_dir, download=args.data_cmd == "fetch")
-        print(f"{name}: {path} (sha256 ok)")
+        print(f"{name}: {path} (checksum ok)")
     return 0
 
 
@@ -196,6 +231,19 @@ def build_parser() -> argparse.ArgumentParser:
                                     description="the live MuJoCo viewer (needs a display)"),
                       fx.ViewConfig, results=False)
 
+    from kairo.logic import _commands as lcmd
+
+    lg = sub.add_parser("logic", help="logic-gate networks: train, export, verify")
+    ls = lg.add_subparsers(dest="logic_cmd", required=True)
+    _add_config_flags(ls.add_parser("train", help="train a logic-gate network on MNIST and "
+                                    "extract its circuit", description="train a logic-gate "
+                                    "network; a killed run resumes from <out>.checkpoint.pt"),
+                      lcmd.LogicTrainConfig)
+    _add_config_flags(ls.add_parser("export", help="write a circuit as JSON, C or Verilog"),
+                      lcmd.ExportConfig, results=False)
+    _add_config_flags(ls.add_parser("verify", help="check every back end bit-exactly against "
+                                    "the reference on MNIST"), lcmd.VerifyConfig)
+
     da = sub.add_parser("data", help="the data directory: path, fetch, verify")
     ds = da.add_subparsers(dest="data_cmd", required=True)
     ds.add_parser("path", help="print the data directory")
@@ -220,6 +268,8 @@ def main(argv=None) -> int:
             return _run_reservoir(args.reservoir_cmd, args)
         if args.command == "fly":
             return _run_fly(args.fly_cmd, args)
+        if args.command == "logic":
+            return _run_logic(args.logic_cmd, args)
     except KairoError as exc:
         print(f"kairo: error: {exc}", file=sys.stderr)
         return 2

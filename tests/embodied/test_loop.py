@@ -413,6 +413,10 @@ def test_trial_plan_reproducible_and_within_bounds():
     # trial i does not depend on how many trials are planned
     short = trial_plan(TrialsConfig(n=5, seed=3, odor_distance=25.0, odor_angle=60.0))
     pd.testing.assert_frame_equal(short, a.iloc[:5])
+    # mirror pairs: trial 2k+1 is trial 2k reflected across the fly's start heading
+    np.testing.assert_allclose(a["odor_angle_deg"].iloc[1::2].to_numpy(),
+                               -a["odor_angle_deg"].iloc[0::2].to_numpy())
+    assert (a["odor_angle_deg"].iloc[0::2] >= 0).all()
     straight = trial_plan(TrialsConfig(n=3, odor_angle=0.0))
     np.testing.assert_allclose(straight["odor_y"], 0.0)
     np.testing.assert_allclose(straight["odor_x"], 20.0)

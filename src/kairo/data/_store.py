@@ -8,6 +8,7 @@ CI copy and a downloaded cache are interchangeable.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import logging
 import os
@@ -21,7 +22,7 @@ import platformdirs
 
 from kairo._errors import ChecksumError, DataNotFoundError
 
-__all__ = ["RemoteFile", "REGISTRY", "data_dir", "fetch", "sha256sum"]
+__all__ = ["RemoteFile", "REGISTRY", "data_dir", "fetch", "sha256sum", "gunzip_md5sum"]
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +35,15 @@ class RemoteFile:
 
     relpath: str
     urls: tuple[str, ...]
-    sha256: str
+    sha256: str                  # of the file itself; "" when only gunzip_md5 is known
     citation: str = ""
+    gunzip_md5: str = ""         # MD5 of the decompressed bytes (gzip streams differ by mirror)
+
+    def digest(self, path) -> tuple[str, str, str]:
+        """(kind, expected, actual) for the file at ``path``."""
+        if self.gunzip_md5:
+            return "MD5 of the decompressed bytes", self.gunzip_md5, gunzip_md5sum(path)
+        return "SHA-256", self.sha256, sha256sum(path)
 
 
 REGISTRY: dict[str, RemoteFile] = {
@@ -52,6 +60,17 @@ REGISTRY: dict[str, RemoteFile] = {
                  "eadd9330. Supplementary Data S1.",
     ),
 }
+
+_MNIST_URLS = ("https://ossci-datasets.s3.amazonaws.com/mnist/",
+               "https://storage.googleapis.com/cvdf-datasets/mnist/")
+for _name, _md5 in (("train-images-idx3-ubyte", "6bbc9ace898e44ae57da46a324031adb"),
+                    ("train-labels-idx1-ubyte", "a25bea736e30d166cdddb491f175f624"),
+                    ("t10k-images-idx3-ubyte", "2646ac647ad5339dbf082846283269ea"),
+                    ("t10k-labels-idx1-ubyte", "27ae3e4e09519cfbb04c329615203637")):
+    REGISTRY[f"mnist/{_name}"] = RemoteFile(
+        relpath=f"mnist/{_name}.gz", urls=tuple(u + _name + ".gz" for u in _MNIST_URLS),
+        sha256="", gunzip_md5=_md5,
+        citation="LeCun, Cortes & Burges, The MNIST database of handwritten digits.")
 
 
 def data_dir(override: str | os.PathLike | None = None) -> Path:
@@ -73,13 +92,25 @@ def sha256sum(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
-def _verify(path: Path, expected: str) -> None:
-    got = sha256sum(path)
+def gunzip_md5sum(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+    """Hex MD5 of a gzip file's decompressed content ("" if it is not valid gzip)."""
+    h = hashlib.md5()
+    try:
+        with gzip.open(path, "rb") as f:
+            while block := f.read(chunk):
+                h.update(block)
+    except (OSError, EOFError):          # not gzip, or truncated
+        return ""
+    return h.hexdigest()
+
+
+def _verify(path: Path, spec: RemoteFile) -> None:
+    kind, expected, got = spec.digest(path)
     if got != expected:
         raise ChecksumError(
-            f"{path}: SHA-256 is {got}, expected {expected}. The file is corrupt or not the "
-            f"expected release; delete it and let kairo download it again, or replace it with "
-            f"the original file.")
+            f"{path}: {kind} is {got or '(unreadable: not gzip or truncated)'}, expected "
+            f"{expected}. The file is corrupt or not the expected release; delete it and let "
+            f"kairo download it again, or replace it with the original file.")
 
 
 def fetch(name: str, root: str | os.PathLike | None = None, *, download: bool | None = None,
@@ -104,7 +135,7 @@ def fetch(name: str, root: str | os.PathLike | None = None, *, download: bool | 
     base = data_dir(root)
     path = base / spec.relpath
     if path.is_file():
-        _verify(path, spec.sha256)
+        _verify(path, spec)
         return path
     if download is None:
         download = not os.environ.get("KAIRO_OFFLINE")
@@ -112,7 +143,7 @@ def fetch(name: str, root: str | os.PathLike | None = None, *, download: bool | 
     if download:
         for url in spec.urls:
             try:
-                _download(url, path, spec.sha256, timeout)
+                _download(url, path, spec, timeout)
                 return path
             except ChecksumError:
                 raise
@@ -122,19 +153,21 @@ def fetch(name: str, root: str | os.PathLike | None = None, *, download: bool | 
     tried = ("; tried " + " | ".join(errors)) if errors else " (downloads disabled)"
     raise DataNotFoundError(
         f"data file for {name!r} not found at {path}{tried}. Put the original file there "
-        f"(source: {spec.urls[0]}, sha256 {spec.sha256}), or point kairo at a folder that has "
+        f"(source: {spec.urls[0]}, "
+        f"{'decompressed md5 ' + spec.gunzip_md5 if spec.gunzip_md5 else 'sha256 ' + spec.sha256}"
+        f"), or point kairo at a folder that has "
         f"it with --data-dir or ${ENV_VAR}.")
 
 
-def _download(url: str, dest: Path, sha256: str, timeout: float) -> None:
+def _download(url: str, dest: Path, spec: RemoteFile, timeout: float) -> None:
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=dest.name + ".", suffix=".part")
     try:
         with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:
             shutil.copyfileobj(resp, out)
-        got = sha256sum(tmp)
-        if got != sha256:
-            raise ChecksumError(f"download from {url}: SHA-256 is {got}, expected {sha256}")
+        kind, expected, got = spec.digest(tmp)
+        if got != expected:
+            raise ChecksumError(f"download from {url}: {kind} is {got}, expected {expected}")
         os.replace(tmp, dest)
     finally:
         if os.path.exists(tmp):

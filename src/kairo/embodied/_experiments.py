@@ -431,11 +431,17 @@ def run_trial(cfg: FlyConfig, *, controller: Controller | None = None, odor_xy=N
 
 # ---------------------------------------------------------------------------- many trials
 def trial_plan(cfg: TrialsConfig) -> pd.DataFrame:
-    """Odor positions and physics seeds, one per trial index, shared by every controller."""
+    """Odor positions and physics seeds, one per trial index, shared by every controller.
+
+    Trials come in mirror pairs: trial 2k draws a bearing, trial 2k+1 uses its negative (with
+    its own physics seed), so a controller that simply always turns one way cannot look like
+    odor-seeking because the draws happened to put more sources on that side.
+    """
     rows = []
     for i in range(cfg.n):
-        rng = np.random.default_rng(np.random.SeedSequence([int(cfg.seed), 7, i]))
-        angle = rng.uniform(-cfg.odor_angle, cfg.odor_angle)
+        pair = np.random.default_rng(np.random.SeedSequence([int(cfg.seed), 7, i // 2]))
+        rng = np.random.default_rng(np.random.SeedSequence([int(cfg.seed), 8, i]))
+        angle = pair.uniform(0, cfg.odor_angle) * (1 if i % 2 == 0 else -1)
         a = math.radians(angle)
         rows.append({"trial": i, "odor_angle_deg": angle,
                      "odor_x": cfg.odor_distance * math.cos(a),

@@ -53,9 +53,13 @@ def trials_figure(trials: pd.DataFrame, trajs: pd.DataFrame, radius: float):
     """One panel per controller: every trajectory, colored by wiring, with its odor source."""
     plt = _plt()
     names = list(dict.fromkeys(trials.controller))
-    fig, axes = plt.subplots(1, len(names), figsize=(3.4 * len(names), 3.6), squeeze=False,
+    ncol = min(4, len(names))
+    nrow = -(-len(names) // ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(3.4 * ncol, 3.5 * nrow + 0.4), squeeze=False,
                              sharex=True, sharey=True)
-    for ax, name in zip(axes[0], names):
+    for ax in axes.ravel()[len(names):]:
+        ax.set_visible(False)
+    for ax, name in zip(axes.ravel(), names):
         g = trials[trials.controller == name]
         for _, r in g.drop_duplicates("trial").iterrows():
             ax.add_patch(plt.Circle((r.odor_x, r.odor_y), radius, color="tab:orange",
@@ -69,12 +73,13 @@ def trials_figure(trials: pd.DataFrame, trajs: pd.DataFrame, radius: float):
         ax.set_title(f"{name}\nreached {rates}", fontsize=8)
         ax.set_aspect("equal", adjustable="box")
         ax.set_xlabel("x (mm)")
-    axes[0][0].set_ylabel("y (mm)")
+    for row in axes:
+        row[0].set_ylabel("y (mm)")
     handles = [plt.Line2D([], [], color=c, label=w) for w, c in _COLORS.items()
                if w in set(trials.wiring)]
     fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8,
                frameon=False)
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    fig.tight_layout(rect=(0, 0.05 / nrow, 1, 1))
     return fig
 
 

@@ -88,13 +88,22 @@ def run_viewer(cfg, *, log=print):
     return result
 
 
-def _screenshot(display: str, path) -> None:
+def _screenshot(display: str, path, wait: float = 10.0) -> None:
+    import numpy as np
     from PIL import ImageGrab
 
-    try:
-        img = ImageGrab.grab(xdisplay=display)
-    except OSError as exc:
-        raise KairoError(f"could not take a screenshot of display {display!r}: {exc}") from exc
+    # The viewer draws in its own thread; on a loaded machine the first frames can lag, so
+    # grab until the screen shows something (or give up after ``wait`` seconds).
+    deadline = time.perf_counter() + wait
+    while True:
+        try:
+            img = ImageGrab.grab(xdisplay=display)
+        except OSError as exc:
+            raise KairoError(f"could not take a screenshot of display {display!r}: {exc}") \
+                from exc
+        if np.asarray(img).std() > 10 or time.perf_counter() > deadline:
+            break
+        time.sleep(0.25)
     tmp = path.with_name(f".{path.name}.tmp.png")
     img.save(tmp)
     os.replace(tmp, path)

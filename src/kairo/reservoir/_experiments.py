@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from kairo._errors import ConfigError, KairoError
+from kairo._errors import ConfigError
 from kairo._progress import progress
 from kairo.connectome import (NORMALIZATIONS, NULL_MODELS, SIGN_MODES, Connectome,
                               load_connectome, null_model, prepare)

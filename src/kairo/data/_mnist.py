@@ -1,0 +1,44 @@
+"""MNIST from the data directory (``mnist/`` with the four standard IDX ``.gz`` files)."""
+
+from __future__ import annotations
+
+import gzip
+
+import numpy as np
+
+from kairo._errors import DataError
+from kairo.data._store import fetch
+
+__all__ = ["load_mnist"]
+
+_FILES = {"train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+          "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")}
+
+
+def _idx(path, ndim: int) -> np.ndarray:
+    """Parse an IDX file (big-endian header: 0x0000, type 0x08 = uint8, ndim, dims)."""
+    with gzip.open(path, "rb") as f:
+        raw = f.read()
+    if len(raw) < 4 + 4 * ndim or raw[:2] != b"\0\0" or raw[2] != 0x08 or raw[3] != ndim:
+        raise DataError(f"{path}: not an IDX file of {ndim}-D uint8 data")
+    dims = np.frombuffer(raw, dtype=">u4", count=ndim, offset=4).astype(int)
+    data = np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim)
+    if data.size != int(np.prod(dims)):
+        raise DataError(f"{path}: header says {tuple(dims)} but holds {data.size} bytes")
+    return data.reshape(dims)
+
+
+def load_mnist(split: str = "train", data_dir=None, *, download: bool | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """(images uint8 (n, 28, 28), labels uint8 (n,)) of ``split`` ("train" or "test").
+
+    Files are checksum-verified (MD5 of the decompressed bytes) and fetched from a public
+    mirror when missing and online."""
+    if split not in _FILES:
+        raise DataError(f"MNIST split must be 'train' or 'test', got {split!r}")
+    img_name, lab_name = _FILES[split]
+    images = _idx(fetch(f"mnist/{img_name}", data_dir, download=download), 3)
+    labels = _idx(fetch(f"mnist/{lab_name}", data_dir, download=download), 1)
+    if images.shape[0] != labels.shape[0]:
+        raise DataError(f"MNIST {split}: {images.shape[0]} images but {labels.shape[0]} labels")
+    return images, labels

@@ -1,0 +1,76 @@
+"""``kairo logic train → export → verify`` through the command line, on real MNIST."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from kairo.cli import main
+from kairo.logic import Circuit
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, data_dir):
+    out = tmp_path_factory.mktemp("logic") / "train"
+    rc = main(["--data-dir", str(data_dir), "logic", "train", "--classes", "0,1", "--hidden",
+               "100", "--layers", "2", "--iters", "150", "--eval-every", "50", "--out", str(out)])
+    assert rc == 0
+    return out
+
+
+def test_train_writes_a_verified_circuit(trained):
+    m = json.loads((trained / "metrics.json").read_text())
+    assert m["test_accuracy_circuit"] > 0.95 and m["circuit_matches_model"]
+    assert m["gates_after"] <= m["gates_before"] == 200
+    c = Circuit.load(trained / "circuit.json")
+    assert c.meta["classes"] == [0, 1] and c.n_classes == 2
+    for f in ("config.yaml", "run.json", "history.csv", "model.pt", "circuit_raw.json"):
+        assert (trained / f).is_file()
+    assert not trained.with_name(trained.name + ".checkpoint.pt").exists()
+
+
+@pytest.mark.parametrize("fmt, needle", [("c", "kairo_predict_one"), ("verilog", "module"),
+                                         ("json", '"format":"kairo.circuit"')])
+def test_export_formats(trained, tmp_path, fmt, needle, capsys):
+    out = tmp_path / f"circuit.{fmt}"
+    assert main(["logic", "export", "--circuit", str(trained / "circuit.json"), "--format", fmt,
+                 "--output", str(out)]) == 0
+    assert needle in out.read_text()
+
+
+def test_verify_all_backends_bit_exact(trained, tmp_path, data_dir, capsys):
+    if shutil.which("iverilog") is None and shutil.which("verilator") is None:
+        pytest.skip("no Verilog simulator: apt-get install iverilog")
+    out = tmp_path / "verify"
+    assert main(["--data-dir", str(data_dir), "logic", "verify", "--circuit",
+                 str(trained / "circuit.json"), "--verilog-samples", "300",
+                 "--out", str(out)]) == 0
+    v = json.loads((out / "verify.json").read_text())
+    assert v["all_bit_exact"] and v["n_samples"] == 2115          # every 0 and 1 test image
+    assert set(v["backends"]) == {"c", "verilog"}
+    assert v["backends"]["verilog"]["samples"] == 300
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["logic", "train", "--kernels", "4"], "not implemented"),
+    (["logic", "train", "--classes", "0,1,2", "--hidden", "100"], "class groups do not divide"),
+    (["logic", "export", "--circuit", "/no/such.json", "--format", "c", "--output", "x.c"],
+     "does not exist"),
+    (["logic", "export", "--circuit", "x.json", "--format", "vhdl", "--output", "x.v"],
+     "format"),
+])
+def test_logic_bad_input(argv, fragment, capsys):
+    assert main(argv) == 2
+    assert fragment in capsys.readouterr().err
+
+
+def test_truncated_circuit_file(trained, tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    text = (trained / "circuit.json").read_text()
+    bad.write_text(text[: len(text) // 2])
+    assert main(["logic", "export", "--circuit", str(bad), "--format", "c", "--output",
+                 str(tmp_path / "x.c")]) == 2
+    assert "truncated" in capsys.readouterr().err
+    assert not (tmp_path / "x.c").exists()

@@ -1,0 +1,178 @@
+"""Logic layers, training, checkpoints and the circuit a trained model becomes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from kairo._errors import ConfigError, DataError, KairoError
+from kairo.logic._commands import LogicTrainConfig
+from kairo.logic._gates import COEFFS, N_GATES, TRUTH, relaxed
+from kairo.logic._layers import Binarize, GroupSum, LogicDense, pairings
+from kairo.logic._model import (build_model, check_images, image_bits, load_checkpoint,
+                                load_data, model_from_checkpoint, to_circuit, train)
+
+
+def test_relaxed_gates_match_the_truth_table_on_bits():
+    for op in range(N_GATES):
+        for a in (0, 1):
+            for b in (0, 1):
+                assert relaxed(op, a, b) == (TRUTH[op] >> (2 * a + b)) & 1
+
+
+def test_relaxed_gates_stay_in_unit_interval():
+    a, b = np.meshgrid(np.linspace(0, 1, 21), np.linspace(0, 1, 21))
+    for op in range(N_GATES):
+        v = relaxed(op, a, b)
+        assert v.min() >= -1e-12 and v.max() <= 1 + 1e-12
+
+
+def test_dense_forward_equals_the_16_gate_mixture_and_its_gradient():
+    torch.manual_seed(0)
+    layer = LogicDense(12, 9, seed=3)
+    x = torch.rand(7, 12, requires_grad=True)
+    y = layer(x)
+    p = torch.softmax(layer.weight, 1)
+    a, b = x[:, layer.ia], x[:, layer.ib]
+    ref = sum(p[:, g] * relaxed(g, a, b) for g in range(N_GATES))
+    torch.testing.assert_close(y, ref)
+    g1 = torch.autograd.grad(y.sum(), x, retain_graph=True)[0]
+    g2 = torch.autograd.grad(ref.sum(), x)[0]
+    torch.testing.assert_close(g1, g2)
+
+
+def test_eval_mode_is_the_discrete_gate():
+    layer = LogicDense(6, 5, seed=1).eval()
+    x = torch.randint(0, 2, (32, 6)).float()
+    y = layer(x).detach().numpy()
+    ops = layer.ops()
+    xa, xb = x[:, layer.ia].numpy().astype(int), x[:, layer.ib].numpy().astype(int)
+    want = (TRUTH[ops][None, :] >> (2 * xa + xb)) & 1
+    np.testing.assert_array_equal(y, want)
+
+
+def test_residual_init_starts_as_pass_through():
+    layer = LogicDense(8, 8, residual_init=5.0, seed=0).eval()
+    x = torch.randint(0, 2, (10, 8)).float()
+    torch.testing.assert_close(layer(x), x[:, layer.ia])
+
+
+def test_gumbel_mode_is_hard_forward_soft_backward():
+    torch.manual_seed(0)
+    layer = LogicDense(10, 4, mode="gumbel", seed=0)
+    x = torch.rand(3, 10)
+    y = layer(x)
+    p = layer.gate_probs()
+    assert torch.all((p == 0) | (p == 1)) and torch.all(p.sum(1) == 1)
+    y.sum().backward()
+    assert layer.weight.grad is not None and layer.weight.grad.abs().sum() > 0
+
+
+@pytest.mark.parametrize("n_in, n_out", [(1000, 100), (100, 1000), (7, 3), (2, 5)])
+def test_unique_pairings_cover_inputs_and_never_repeat_an_input(n_in, n_out):
+    a, b = pairings(n_in, n_out, "unique", np.random.default_rng(0))
+    assert a.shape == b.shape == (n_out,) and np.all(a != b)
+    used = np.union1d(a, b).size
+    assert used == min(n_in, 2 * n_out) or (2 * n_out > n_in and used == n_in)
+
+
+def test_bad_layer_arguments():
+    with pytest.raises(ConfigError, match="pairing"):
+        pairings(4, 4, "zigzag", np.random.default_rng(0))
+    with pytest.raises(ConfigError, match="gate mode"):
+        LogicDense(4, 4, mode="hard")
+    with pytest.raises(ConfigError, match="class groups do not divide"):
+        GroupSum(3)(torch.zeros(2, 10))
+    with pytest.raises(ConfigError, match="thresholds"):
+        Binarize((200, 100))
+
+
+def test_groupsum_and_binarize_known_values():
+    torch.testing.assert_close(GroupSum(2, tau=2.0)(torch.tensor([[1., 1., 0., 1.]])),
+                               torch.tensor([[1.0, 0.5]]))
+    img = torch.tensor([[0, 100, 200, 255]], dtype=torch.uint8)
+    bits = Binarize((50, 150))(img)
+    torch.testing.assert_close(bits, torch.tensor([[0., 1., 1., 1., 0., 0., 1., 1.]]))
+    np.testing.assert_array_equal(image_bits([50, 150], np.array([[0, 100, 200, 255] * 196],
+                                                                 dtype=np.uint8))[0, :4],
+                                  [0, 1, 1, 1])
+
+
+def test_check_images_rejects_wrong_shape_and_dtype():
+    with pytest.raises(DataError, match="uint8"):
+        check_images(np.zeros((2, 28, 28), dtype=np.float32))
+    with pytest.raises(DataError, match="shape"):
+        check_images(np.zeros((2, 27, 28), dtype=np.uint8))
+
+
+def test_config_validation():
+    with pytest.raises(ConfigError, match="class groups do not divide"):
+        LogicTrainConfig(classes=(0, 1, 2), hidden=100)
+    with pytest.raises(ConfigError, match="not implemented"):
+        LogicTrainConfig(kernels=4)
+    with pytest.raises(ConfigError, match="classes"):
+        LogicTrainConfig(classes=(1, 1))
+    with pytest.raises(ConfigError, match="dataset"):
+        LogicTrainConfig(dataset="cifar")
+
+
+@pytest.fixture(scope="module")
+def zero_one(data_dir):
+    cfg = LogicTrainConfig(classes=(0, 1), hidden=60, layers=2, iters=120, eval_every=60,
+                           checkpoint_every=40, data_dir=str(data_dir))
+    return cfg, load_data(cfg)
+
+
+def test_training_learns_zero_vs_one_and_the_circuit_agrees(zero_one):
+    cfg, data = zero_one
+    res = train(cfg, data=data, log=lambda *_: None, progress_bar=False)
+    h = res["history"]
+    assert [r["iter"] for r in h] == [60, 120]
+    assert h[-1]["val_discrete"] > 0.95 and h[-1]["val_relaxed"] > 0.95
+    model = res["model"]
+    circ = to_circuit(model)
+    xt, yt = data["test"]
+    with torch.no_grad():
+        pm = model(torch.from_numpy(xt)).argmax(1).numpy()
+    np.testing.assert_array_equal(circ.predict(image_bits(circ, xt)), pm)
+    assert circ.n_gates == 120 and circ.n_classes == 2 and (pm == yt).mean() > 0.95
+
+
+def test_training_is_reproducible_and_resumes_exactly(zero_one, tmp_path):
+    cfg, data = zero_one
+    quiet = dict(data=data, log=lambda *_: None, progress_bar=False)
+    full = train(cfg, checkpoint=tmp_path / "full.pt", **quiet)
+    # a run "killed" after 40 iterations (its checkpoint), then resumed to 120
+    short = LogicTrainConfig(**{**cfg.__dict__, "iters": 40})
+    train(short, checkpoint=tmp_path / "part.pt", **quiet)
+    state = torch.load(tmp_path / "part.pt", weights_only=True)
+    assert state["iter"] == 40
+    resumed = train(cfg, checkpoint=tmp_path / "part.pt", **quiet)
+    assert resumed["resumed_from"] == 40
+    for p, q in zip(full["model"].parameters(), resumed["model"].parameters()):
+        torch.testing.assert_close(p, q)
+    assert not list(tmp_path.glob(".*tmp"))         # atomic writes left no temp file
+    model, cfg2 = model_from_checkpoint(tmp_path / "full.pt")
+    assert cfg2 == cfg
+
+
+def test_checkpoint_from_another_architecture_or_corrupt(zero_one, tmp_path):
+    cfg, data = zero_one
+    train(LogicTrainConfig(**{**cfg.__dict__, "iters": 40}), checkpoint=tmp_path / "c.pt",
+          data=data, log=lambda *_: None, progress_bar=False)
+    other = LogicTrainConfig(**{**cfg.__dict__, "hidden": 80})
+    with pytest.raises(DataError, match="different architecture"):
+        load_checkpoint(tmp_path / "c.pt", other)
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes((tmp_path / "c.pt").read_bytes()[:500])
+    with pytest.raises(DataError, match="corrupt"):
+        load_checkpoint(bad)
+    with pytest.raises(KairoError, match="does not exist"):
+        load_checkpoint(tmp_path / "missing.pt")
+
+
+def test_coefficients_are_affine_in_1_a_b_ab():
+    assert COEFFS.shape == (16, 4)
+    model = build_model(LogicTrainConfig(classes=(0, 1), hidden=10, layers=1))
+    assert len(model.logic) == 1 and model.logic[0].n_in == 784
