@@ -166,6 +166,12 @@ class ViewConfig(FlyConfig):
     keep_open: bool = True              # after the trial, keep the window until it is closed
     screenshot: str | None = None       # PNG of the screen when the trial ends (X11 only)
 
+    def __post_init__(self):
+        super().__post_init__()
+        if self.video is not None:
+            raise ConfigError("video applies to `kairo fly run`; the viewer records nothing "
+                              "(use --screenshot for a PNG)")
+
 
 # ---------------------------------------------------------------------------- controllers
 class Controller:
