@@ -135,6 +135,9 @@ def _run_fly(cmd: str, args) -> int:
     cls = ex.FlyConfig if cmd == "run" else ex.TrialsConfig
     cfg = _resolve(cls, args)
     video = ex.check_output_path(cfg.video, "video") if cmd == "run" else None
+    if video is not None and video.exists() and not args.overwrite:
+        raise KairoError(f"video {video} already exists; choose another --video or pass "
+                         f"--overwrite")
     out = Path(args.out) if args.out else default_out(f"fly {cmd}")
     with ResultsDir(out, command=f"fly {cmd}", config=cfg, overwrite=args.overwrite) as rd:
         if cfg.controller != "constant" or cmd == "trials":

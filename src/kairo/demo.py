@@ -92,16 +92,19 @@ def _fly_sections(tmp: Path, ddir: str, quick: bool) -> str:
     from kairo.embodied import FlyConfig
     from kairo.embodied import _report as fr
 
-    cfg = FlyConfig(data_dir=ddir, duration=0.06 if quick else 1.0, video="fly.mp4",
-                    frame_size=128 if quick else 480)
+    # crossed DN-VNC → legs: the wiring under which the connectome turns toward the odor
+    # (docs/fly.md; with ipsilateral wiring it turns away)
+    cfg = FlyConfig(data_dir=ddir, duration=0.06 if quick else 1.5, video="fly.mp4",
+                    wiring="crossed", frame_size=128 if quick else 480)
     t0 = time.perf_counter()
     with ResultsDir(tmp / "fly-run", command="fly run", config=cfg) as rd:
         text = fr.run_and_write(cfg, rd, rd.path / "fly.mp4")
     secs = time.perf_counter() - t0
     return "\n".join(head + [
         f"Re-run: `kairo fly run --config fly-run/config.yaml` ({secs:.1f} s here). "
-        "The connectome (row-normalized) steers NeuroMechFly toward or away from an odor "
-        "source; many trials and the null models: `kairo fly trials` (docs/fly.md).", "",
+        "The connectome (row-normalized) steers NeuroMechFly; with DN-VNC crossed to the "
+        "legs it turns toward the odor, with ipsilateral wiring away. Many trials and the "
+        "null models: `kairo fly trials` (docs/fly.md).", "",
         "```", text.replace(str(rd.path), "fly-run"), "```", "",
         "![last video frame](fly-run/video_frame.png)", "",
         "![trajectory](fly-run/trajectory.png)", "", "Video: [fly-run/fly.mp4](fly-run/fly.mp4)",

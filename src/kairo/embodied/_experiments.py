@@ -362,10 +362,12 @@ def _row(world, odor_xy, signals: dict, action) -> dict:
 
 
 def run_trial(cfg: FlyConfig, *, controller: Controller | None = None, odor_xy=None,
-              seed: int | None = None, recorder=None, on_step=None,
+              seed: int | None = None, recorder=None, on_step=None, before_close=None,
               progress_bar: bool | None = False) -> TrialResult:
-    """Run one closed-loop trial; ``recorder`` (see ``_video``) receives frames, and
-    ``on_step(world)`` is called after every physics step (the live viewer uses it)."""
+    """Run one closed-loop trial; ``recorder`` (see ``_video``) receives frames,
+    ``on_step(world)`` is called after every physics step and ``before_close(world)`` once at
+    the end, while the physics still exists (the live viewer uses both: its render thread
+    reads the model and must stop before MuJoCo frees it)."""
     from kairo._progress import progress
     from kairo.embodied._body import FlyWorld, PhysicsDiverged
 
@@ -425,7 +427,11 @@ def run_trial(cfg: FlyConfig, *, controller: Controller | None = None, odor_xy=N
             rows.append(_row(world, odor_xy, {"odor_L": lr[0], "odor_R": lr[1]},
                              np.full(2, np.nan)))
     finally:
-        world.close()
+        try:
+            if before_close is not None:
+                before_close(world)
+        finally:
+            world.close()
     traj = pd.DataFrame(rows)
     metrics = trial_metrics(traj, odor_xy, cfg)
     metrics["diverged"] = diverged is not None

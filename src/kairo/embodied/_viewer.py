@@ -67,24 +67,40 @@ def run_viewer(cfg, *, log=print):
             v.sync()
             state["last"] = now
 
+    def finish(world):
+        # Runs before the physics is freed: the viewer's render thread reads MuJoCo's model
+        # and data, so it must be closed first (freeing them under it crashes the process).
+        v = state["viewer"]
+        if v is None:
+            return
+        try:
+            if v.is_running() and not state.get("closed"):
+                v.sync()
+                time.sleep(0.5)              # let the render thread draw the last state
+                if shot is not None:
+                    _screenshot(display, shot)
+                if cfg.keep_open:
+                    log("trial finished; close the viewer window to exit")
+                    while v.is_running():
+                        time.sleep(0.1)
+        finally:
+            v.close()
+            time.sleep(0.2)                  # the render thread exits on its next frame
+            state["viewer"] = None
+
+    def on_step_checked(world):
+        try:
+            on_step(world)
+        except _Closed:
+            state["closed"] = True
+            raise
+
     result = None
     try:
-        result = run_trial(cfg, controller=controller, on_step=on_step, progress_bar=None)
-        v = state["viewer"]
-        if v is not None:
-            v.sync()
-            time.sleep(0.5)              # let the render thread draw the last state
-            if shot is not None:
-                _screenshot(display, shot)
-            if cfg.keep_open:
-                log("trial finished; close the viewer window to exit")
-                while v.is_running():
-                    time.sleep(0.1)
+        result = run_trial(cfg, controller=controller, on_step=on_step_checked,
+                           before_close=finish, progress_bar=None)
     except _Closed:
         log("viewer closed; trial stopped")
-    finally:
-        if state["viewer"] is not None:
-            state["viewer"].close()
     return result
 
 
