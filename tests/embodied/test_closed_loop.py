@@ -7,8 +7,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
-
 import numpy as np
 import pytest
 
@@ -176,17 +174,27 @@ def _start_xvfb():
     if exe is None:
         pytest.skip("Xvfb is not installed (Debian: apt-get install xvfb); the viewer test "
                     "needs a virtual display")
-    for n in range(90, 110):
-        if os.path.exists(f"/tmp/.X11-unix/X{n}") or os.path.exists(f"/tmp/.X{n}-lock"):
-            continue
-        proc = subprocess.Popen([exe, f":{n}", "-screen", "0", "800x600x24", "-nolisten", "tcp"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for _ in range(50):
-            if os.path.exists(f"/tmp/.X11-unix/X{n}"):
-                return proc, f":{n}"
-            time.sleep(0.1)
+    # -displayfd: Xvfb picks a free display itself and writes its number to the pipe
+    r, w = os.pipe()
+    proc = subprocess.Popen([exe, "-displayfd", str(w), "-screen", "0", "800x600x24",
+                             "-nolisten", "tcp"], pass_fds=(w,), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    os.close(w)
+    with os.fdopen(r) as f:
+        number = f.readline().strip()
+    if not number.isdigit():
+        proc.terminate()
+        pytest.skip("Xvfb did not start (no display number reported)")
+    return proc, f":{number}"
+
+
+def _stop_xvfb(proc):
+    proc.terminate()             # SIGTERM lets Xvfb remove its lock file; SIGKILL would not
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
         proc.kill()
-    pytest.skip("could not start Xvfb on displays :90–:109")
+        proc.wait()
 
 
 def test_viewer_under_xvfb_shows_the_fly(tmp_path, data_dir):
@@ -205,8 +213,7 @@ def test_viewer_under_xvfb_shows_the_fly(tmp_path, data_dir):
         assert img.std() > 10                     # not blank
         assert (img.sum(axis=2) > 30).mean() > 0.2   # a good part of the screen is drawn
     finally:
-        proc.kill()
-        proc.wait()
+        _stop_xvfb(proc)
 
 
 def test_viewer_without_display_says_how_to_get_one(monkeypatch, cfg):
