@@ -63,6 +63,7 @@ def run_viewer(cfg, *, log=print):
         now = time.perf_counter()
         if now - state["last"] >= _SYNC_EVERY:
             if not v.is_running():
+                state["closed"] = True
                 raise _Closed
             v.sync()
             state["last"] = now
@@ -88,16 +89,9 @@ def run_viewer(cfg, *, log=print):
             time.sleep(0.2)                  # the render thread exits on its next frame
             state["viewer"] = None
 
-    def on_step_checked(world):
-        try:
-            on_step(world)
-        except _Closed:
-            state["closed"] = True
-            raise
-
     result = None
     try:
-        result = run_trial(cfg, controller=controller, on_step=on_step_checked,
+        result = run_trial(cfg, controller=controller, on_step=on_step,
                            before_close=finish, progress_bar=None)
     except _Closed:
         log("viewer closed; trial stopped")
