@@ -10,7 +10,8 @@ fi
 . .venv/bin/activate
 python -m pip install -q --upgrade pip
 python -m pip install -q "torch==2.13.0"
-# The [fly] extra (flygym 1.2.1 + MuJoCo) is installed by default: the demo and the tests use
-# it. KAIRO_EXTRAS="" leaves it out; KAIRO_EXTRAS="fly,bench" adds more.
-EXTRAS="${KAIRO_EXTRAS-fly}"
+# The [fly] extra (flygym 1.2.1 + MuJoCo) and the [fpga] extra (yowasp Yosys + nextpnr) are
+# installed by default: the demo and the tests use them. KAIRO_EXTRAS="" leaves them out;
+# KAIRO_EXTRAS="fly,fpga,bench" adds more.
+EXTRAS="${KAIRO_EXTRAS-fly,fpga}"
 python -m pip install -q -e ".[test${EXTRAS:+,$EXTRAS}]"

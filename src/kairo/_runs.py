@@ -19,7 +19,7 @@ import yaml
 from kairo._config import config_to_dict
 from kairo._errors import KairoError
 
-__all__ = ["ResultsDir", "environment", "default_out"]
+__all__ = ["ResultsDir", "environment", "default_out", "atomic_write_text"]
 
 _PACKAGES = ("kairo", "numpy", "scipy", "pandas", "scikit-learn", "torch", "matplotlib",
              "reservoirpy", "flygym", "mujoco")
@@ -42,6 +42,21 @@ def environment() -> dict:
 def default_out(command: str) -> Path:
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     return Path("results") / f"{command.replace(' ', '-')}-{stamp}"
+
+
+def atomic_write_text(path, text: str) -> Path:
+    """Write ``text`` to a temporary sibling, then rename it over ``path``: readers never see
+    a half-written file, and a failure leaves the old file (or none)."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
 
 
 def _jsonable(o):

@@ -68,7 +68,31 @@ _HELP = {
 }
 
 
-def _add_config_flags(p: argparse.ArgumentParser, cls, results: bool = True) -> None:
+_TSC_HELP = {
+    "dataset": "an aeon-shipped UCR/UEA set or MNIST1D (kairo tsc list)",
+    "datasets": "comma-separated dataset names (kairo tsc list)",
+    "train_file": "your training series: .ts, .csv (label first) or .npz (x, y, mask)",
+    "test_file": "your test series (same formats)",
+    "pad": "allow series of different lengths (padded at the end and masked)",
+    "encoder": "resnet (residual 1D-CNN) or transformer",
+    "pool": "pooling head: mean, max, cls, attention, mha",
+    "pools": "comma-separated pooling heads",
+    "encoders": "comma-separated encoders",
+    "norm": "Transformer layer norm placement: pre or post",
+    "tokens": "Transformer tokens: step (one per time step) or patch",
+    "positional": "positional encoding: sinusoidal, learned, rope, none",
+    "n_kv_heads": "key/value heads: 0 = n_heads (MHA), 1 = MQA, else GQA",
+    "layers": "Transformer blocks or ResNet blocks",
+    "model": "a model.pt written by kairo tsc train",
+    "input": "series to classify: .ts, .csv or .npz/.npy",
+    "seeds": "training seeds per configuration",
+    "reuse": "runs.csv of an earlier compare-pooling/benchmark run (no retraining)",
+    "samples": "comma-separated series indices",
+}
+
+
+def _add_config_flags(p: argparse.ArgumentParser, cls, results: bool = True,
+                      helps: dict | None = None) -> None:
     p.add_argument("--config", help="YAML or TOML file with options (flags override it)")
     if results:
         p.add_argument("--out", help="results folder (default: results/<command>-<time>)")
@@ -79,7 +103,8 @@ def _add_config_flags(p: argparse.ArgumentParser, cls, results: bool = True) -> 
         show = ",".join(map(str, default)) if is_tuple else default
         p.add_argument("--" + f.name.replace("_", "-"), dest=f.name, default=argparse.SUPPRESS,
                        type=str if is_tuple else (base if base in (int, float) else str),
-                       help=f"{_HELP.get(f.name, '')} (default: {show})".strip())
+                       help=f"{(helps or {}).get(f.name, _HELP.get(f.name, ''))} "
+                            f"(default: {show})".strip())
 
 
 def _resolve(cls, args) -> object:
@@ -175,6 +200,37 @@ def _run_logic(cmd: str, args) -> int:
     return 0
 
 
+def _run_tsc(cmd: str, args) -> int:
+    from kairo._runs import ResultsDir, default_out
+    from kairo.attention import _commands as tc
+
+    if cmd == "list":
+        from kairo.attention._data import list_datasets
+
+        print("\n".join(list_datasets()))
+        return 0
+    if cmd == "predict":
+        print(tc.run_predict(_resolve(tc.PredictConfig, args)))
+        return 0
+    from kairo.attention import _compare as tm
+
+    cls, run = {"train": (tc.TscTrainConfig, None),
+                "evaluate": (tc.EvaluateConfig, tc.run_evaluate),
+                "compare-pooling": (tm.CompareConfig, tm.run_compare),
+                "benchmark": (tm.BenchmarkConfig, tm.run_benchmark),
+                "maps": (tc.MapsConfig, tc.run_maps),
+                "encodings": (tc.EncodingsConfig, tc.run_encodings)}[cmd]
+    cfg = _resolve(cls, args)
+    out = Path(args.out) if args.out else default_out(f"tsc {cmd}")
+    with ResultsDir(out, command=f"tsc {cmd}", config=cfg, overwrite=args.overwrite) as rd:
+        text = tc.run_train(cfg, rd, out) if cmd == "train" else run(cfg, rd)
+    if cmd == "train":
+        tc.checkpoint_path(out).unlink(missing_ok=True)
+    print(text)
+    print(f"results: {out}")
+    return 0
+
+
 def _run_demo(args) -> int:
     from kairo.demo import run_demo
 
@@ -247,6 +303,29 @@ def build_parser() -> argparse.ArgumentParser:
     _add_config_flags(ls.add_parser("verify", help="check every back end bit-exactly against "
                                     "the reference on MNIST"), lcmd.VerifyConfig)
 
+    from kairo.attention import _commands as tcmd
+    from kairo.attention import _compare as tcmp
+
+    ts = sub.add_parser("tsc", help="attention models for time-series classification")
+    tss = ts.add_subparsers(dest="tsc_cmd", required=True)
+    tss.add_parser("list", help="datasets available offline")
+    for name, cls, text, results in (
+            ("train", tcmd.TscTrainConfig, "train a classifier (encoder + pooling head) and "
+             "score it on the test split", True),
+            ("evaluate", tcmd.EvaluateConfig, "metrics of a trained model on a dataset", True),
+            ("predict", tcmd.PredictConfig, "classes and probabilities for your series (CSV)",
+             False),
+            ("compare-pooling", tcmp.CompareConfig, "every pooling head × encoder × dataset × "
+             "seed, with paired tests against mean pooling", True),
+            ("benchmark", tcmp.BenchmarkConfig, "the best configuration per dataset (chosen on "
+             "validation) next to published results", True),
+            ("maps", tcmd.MapsConfig, "pooling weights and self-attention of a trained model "
+             "for chosen series (figures)", True),
+            ("encodings", tcmd.EncodingsConfig, "heatmap of the sinusoidal positional encoding",
+             True)):
+        _add_config_flags(tss.add_parser(name, help=text, description=text), cls, results,
+                          _TSC_HELP)
+
     da = sub.add_parser("data", help="the data directory: path, fetch, verify")
     ds = da.add_subparsers(dest="data_cmd", required=True)
     ds.add_parser("path", help="print the data directory")
@@ -273,6 +352,8 @@ def main(argv=None) -> int:
             return _run_fly(args.fly_cmd, args)
         if args.command == "logic":
             return _run_logic(args.logic_cmd, args)
+        if args.command == "tsc":
+            return _run_tsc(args.tsc_cmd, args)
     except KairoError as exc:
         print(f"kairo: error: {exc}", file=sys.stderr)
         return 2

@@ -1,0 +1,377 @@
+"""``kairo tsc …``: train, evaluate, predict, compare pooling heads, benchmark, figures.
+
+Each command's flags come from one flat config: the data options here plus every field of
+:class:`ModelConfig` and :class:`TrainConfig`, so a flag, a key in ``--config`` and a key in a
+results folder's ``config.yaml`` are the same name, and the two halves are handed on intact.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field, make_dataclass
+from pathlib import Path
+
+import numpy as np
+
+from kairo._errors import ConfigError, DataError, KairoError
+from kairo.attention._configs import ModelConfig, TrainConfig
+
+__all__ = ["TscTrainConfig", "EvaluateConfig", "PredictConfig", "MapsConfig",
+           "EncodingsConfig", "split_config", "load_data", "load_file", "run_train",
+           "run_evaluate", "run_predict", "run_maps", "run_encodings"]
+
+
+@dataclass(frozen=True)
+class DataOptions:
+    dataset: str = "GunPoint"          # a set shipped in aeon's wheel or MNIST1D (kairo tsc list)
+    train_file: str = ""               # your own data instead: .ts, .csv (label first) or .npz
+    test_file: str = ""
+    pad: bool = False                  # allow series of different lengths (padded, masked)
+    mnist1d_length: int = 40
+
+
+def _flat(name: str, *parts, extra=(), exclude=(), check=None) -> type:
+    """One frozen dataclass holding the fields of ``parts`` (in order, minus ``exclude``) and
+    ``extra``; its ``__post_init__`` validates by building each part (excluded fields at their
+    defaults), then runs ``check``."""
+    fields, seen = [], set(exclude)
+    for part in parts:
+        for f in dataclasses.fields(part):
+            if f.name in exclude:
+                continue
+            if f.name in seen:
+                raise TypeError(f"duplicate config field {f.name}")   # a programming error
+            seen.add(f.name)
+            fields.append((f.name, f.type, field(default=f.default)))
+    fields += list(extra)
+
+    def post_init(self):
+        for part in parts:
+            part(**{f.name: getattr(self, f.name) for f in dataclasses.fields(part)
+                    if f.name not in exclude})
+        _check_data(self)
+        if check is not None:
+            check(self)
+
+    return make_dataclass(name, fields, frozen=True, namespace={"__post_init__": post_init})
+
+
+def _check_data(cfg) -> None:
+    if not hasattr(cfg, "dataset"):
+        return
+    if bool(cfg.train_file) != bool(cfg.test_file) and cfg.train_file:
+        raise ConfigError("--train-file needs --test-file too (kairo reports test metrics)")
+    if cfg.test_file and not cfg.train_file and not getattr(cfg, "model", ""):
+        raise ConfigError("--test-file without --train-file: give both, or a --model to "
+                          "evaluate")
+    if cfg.mnist1d_length < 12:
+        raise ConfigError(f"mnist1d_length must be ≥ 12 (the templates' length), got "
+                          f"{cfg.mnist1d_length}")
+
+
+TscTrainConfig = _flat("TscTrainConfig", DataOptions, ModelConfig, TrainConfig)
+TscTrainConfig.__doc__ = "``kairo tsc train``: data options + ModelConfig + TrainConfig."
+
+EvaluateConfig = _flat("EvaluateConfig", DataOptions, extra=[
+    ("model", str, field(default="")), ("split", str, field(default="test"))])
+PredictConfig = make_dataclass("PredictConfig", [
+    ("model", str, field(default="")), ("input", str, field(default="")),
+    ("output", str, field(default="")), ("pad", bool, field(default=False))], frozen=True)
+
+
+def split_config(cfg) -> tuple[ModelConfig, TrainConfig]:
+    """The ModelConfig and TrainConfig inside a flat config."""
+    return tuple(cls(**{f.name: getattr(cfg, f.name) for f in dataclasses.fields(cls)})
+                 for cls in (ModelConfig, TrainConfig))
+
+
+# ---------------------------------------------------------------------------- data
+def load_data(cfg, split: str):
+    """The ``split`` ("train"/"test") of the dataset or the user's files named by ``cfg``."""
+    from kairo.attention import _data
+
+    path = cfg.train_file if split == "train" else cfg.test_file
+    if not path:
+        return _data.load_dataset(cfg.dataset, split, mnist1d_length=cfg.mnist1d_length)
+    return load_file(path, pad=cfg.pad)
+
+
+def load_file(path, *, pad: bool = False, labelled: bool = True):
+    """A user's file: ``.ts`` (aeon format), ``.csv`` (one series per row, label first) or
+    ``.npz`` (arrays ``x`` [N, C, T] or [N, T], ``y``, optional ``mask``)."""
+    from kairo.attention import _data
+
+    p = Path(path)
+    if not p.is_file():
+        raise DataError(f"data file {p} does not exist")
+    suffix = p.suffix.lower()
+    if suffix == ".ts":
+        return _data.load_ts(p, pad=pad)
+    if suffix == ".csv":
+        return _data.load_csv(p, pad=pad) if labelled else _data.load_csv(p, label_column=None,
+                                                                          pad=pad)
+    if suffix in (".npz", ".npy"):
+        try:
+            arrays = np.load(p, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise DataError(f"data file {p}: not a readable NumPy file ({exc})") from None
+        if suffix == ".npy":
+            x, y, mask = arrays, None, None
+        else:
+            if "x" not in arrays:
+                raise DataError(f"data file {p}: expected an array named 'x' (and 'y' with "
+                                f"labels), found {', '.join(arrays.files) or 'nothing'}")
+            x, y = arrays["x"], arrays["y"] if "y" in arrays else None
+            mask = arrays["mask"] if "mask" in arrays else None
+        if y is None:
+            if labelled:
+                raise DataError(f"data file {p}: needs labels in an array named 'y'")
+            y = np.zeros(len(x), dtype=np.int64)
+        return _data.from_arrays(x, y, mask, pad=pad, name=p.stem)
+    raise DataError(f"data file {p}: unknown extension {suffix!r}; use .ts, .csv, .npz or .npy")
+
+
+# ---------------------------------------------------------------------------- train & evaluate
+def run_train(cfg, rd, out: Path, log=print) -> str:
+    """Fit on the training split (early stopping on a stratified validation part), then
+    score the test split; writes the model, metrics, tables and figures into ``rd``."""
+    from kairo.attention import _train
+
+    model_cfg, train_cfg = split_config(cfg)
+    train, test = load_data(cfg, "train"), load_data(cfg, "test")
+    _check_pair(train, test)
+    ckpt = checkpoint_path(out)         # a killed run resumes from here
+    res = _train.fit(model_cfg, train_cfg, train, checkpoint=ckpt, log=log)
+    model = res["model"]
+    meta = {"dataset": cfg.dataset if not cfg.train_file else cfg.train_file,
+            "classes": list(train.classes), "znorm": train_cfg.znorm,
+            "n_steps": train.n_steps, "best_epoch": res["best_epoch"]}
+    _train.save_classifier(rd.path / "model.pt", model, model_cfg, meta)
+    rd.files.append("model.pt")
+    report = _train.evaluate(model, test)
+    _write_report(rd, report, test.classes, "test")
+    import pandas as pd
+
+    hist = pd.DataFrame(res["history"])
+    rd.write_table("history.csv", hist)
+    rd.save_figure(_curves_figure(hist), "curves.png")
+    summary = {"dataset": meta["dataset"], "encoder": model_cfg.encoder, "pool": model_cfg.pool,
+               "test_accuracy": report["accuracy"], "test_macro_f1": report["f1_macro"],
+               "best_epoch": res["best_epoch"], "epochs_run": len(res["history"]),
+               "train_seconds": res["seconds"], "samples_per_s": res["samples_per_s"],
+               "n_params": int(sum(p.numel() for p in model.parameters()))}
+    rd.write_json("summary.json", summary)
+    return (f"{summary['dataset']}: {model_cfg.encoder} + {model_cfg.pool} pooling — test "
+            f"accuracy {report['accuracy']:.2%}, macro F1 {report['f1_macro']:.3f} "
+            f"({len(test)} series; best epoch {res['best_epoch']}, "
+            f"{res['seconds']:.1f} s, {res['samples_per_s']:.0f} samples/s)")
+
+
+def checkpoint_path(out: Path) -> Path:
+    return Path(out).with_name(Path(out).name + ".checkpoint.pt")
+
+
+def _check_pair(train, test) -> None:
+    if train.n_channels != test.n_channels:
+        raise DataError(f"train and test have different channel counts ({train.n_channels} vs "
+                        f"{test.n_channels})")
+    if tuple(train.classes) != tuple(test.classes) and not set(test.classes) <= \
+            set(train.classes):
+        raise DataError(f"the test labels {sorted(set(test.classes) - set(train.classes))} do "
+                        f"not occur in the training data")
+
+
+def _write_report(rd, report: dict, classes, split: str) -> None:
+    from kairo.attention import _metrics
+
+    rd.write_json("metrics.json", {k: v for k, v in report.items()
+                                   if k not in ("confusion", "per_class", "pred", "proba")} |
+                  {"split": split, "confusion": np.asarray(report["confusion"]).tolist()})
+    rd.write_table("per_class.csv", _metrics.per_class_table(report))
+    import pandas as pd
+
+    cm = pd.DataFrame(np.asarray(report["confusion"]), index=[f"true {c}" for c in classes],
+                      columns=[f"pred {c}" for c in classes])
+    rd.write_table("confusion.csv", cm.reset_index(names="true"))
+    rd.save_figure(_metrics.confusion_figure(np.asarray(report["confusion"]), list(classes)),
+                   "confusion.png")
+
+
+def _curves_figure(hist):
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(8, 3.2), layout="constrained")
+    a, b = fig.subplots(1, 2)
+    a.plot(hist["epoch"], hist["train_loss"], label="train")
+    if "val_loss" in hist and hist["val_loss"].notna().any():
+        a.plot(hist["epoch"], hist["val_loss"], label="validation")
+        b.plot(hist["epoch"], hist["val_acc"], color="C1")
+    a.set(xlabel="epoch", ylabel="loss", title="loss")
+    a.legend(frameon=False)
+    b.set(xlabel="epoch", ylabel="accuracy", title="validation accuracy")
+    return fig
+
+
+def run_evaluate(cfg, rd) -> str:
+    from kairo.attention import _train
+
+    if not cfg.model:
+        raise ConfigError("--model is required (a model.pt written by kairo tsc train)")
+    if cfg.split not in ("train", "test"):
+        raise ConfigError(f"split must be 'train' or 'test', got {cfg.split!r}")
+    model, meta = _train.load_classifier(cfg.model)
+    data = load_data(cfg, cfg.split) if not cfg.test_file else load_file(cfg.test_file,
+                                                                           pad=cfg.pad)
+    saved = tuple(meta.get("meta", meta).get("classes", data.classes))
+    if tuple(data.classes) != saved:
+        raise DataError(f"{cfg.model} was trained on classes {list(saved)}, the data has "
+                        f"{list(data.classes)}")
+    report = _train.evaluate(model, data)
+    _write_report(rd, report, data.classes, cfg.split)
+    return (f"{cfg.split} accuracy {report['accuracy']:.2%}, macro F1 {report['f1_macro']:.3f} "
+            f"on {len(data)} series")
+
+
+def run_predict(cfg) -> str:
+    """Predicted class and class probabilities for every series of ``--input``, as CSV."""
+    import pandas as pd
+
+    from kairo._runs import atomic_write_text
+    from kairo.attention import _train
+
+    if not cfg.model or not cfg.input or not cfg.output:
+        raise ConfigError("--model, --input and --output are required")
+    out = Path(cfg.output)
+    if not out.parent.is_dir():
+        raise KairoError(f"output {out}: folder {out.parent} does not exist")
+    model, meta = _train.load_classifier(cfg.model)
+    data = load_file(cfg.input, pad=cfg.pad, labelled=False)
+    pred, proba = _train.predict(model, data.x, data.mask)
+    m = meta.get("meta", meta)
+    classes = list(m.get("classes", range(proba.shape[1])))
+    df = pd.DataFrame(proba, columns=[f"p_{c}" for c in classes])
+    df.insert(0, "predicted", [classes[i] for i in pred])
+    atomic_write_text(out, df.to_csv(index_label="series"))
+    return f"wrote {out} ({len(df)} series)"
+
+
+# ---------------------------------------------------------------------------- figures
+@dataclass(frozen=True)
+class MapsConfig:
+    model: str = ""
+    dataset: str = "GunPoint"
+    split: str = "test"
+    samples: tuple[int, ...] = (0,)    # series indices to draw
+    train_file: str = ""
+    test_file: str = ""
+    pad: bool = False
+    mnist1d_length: int = 40
+
+
+def run_maps(cfg: MapsConfig, rd) -> str:
+    """Pooling weights over time and per-head self-attention for chosen series."""
+    import torch
+
+    from kairo.attention import _train
+
+    if not cfg.model:
+        raise ConfigError("--model is required (a model.pt written by kairo tsc train)")
+    model, meta = _train.load_classifier(cfg.model)
+    data = load_data(cfg, cfg.split) if not cfg.test_file else load_file(cfg.test_file,
+                                                                           pad=cfg.pad)
+    bad = [i for i in cfg.samples if not 0 <= i < len(data)]
+    if bad:
+        raise ConfigError(f"samples {bad} are out of range: the {cfg.split} split has "
+                          f"{len(data)} series (0…{len(data) - 1})")
+    m = meta.get("meta", meta)
+    x = data.x[list(cfg.samples)]
+    mask = None if data.mask is None else data.mask[list(cfg.samples)]
+    if m.get("znorm", True):
+        from kairo.attention._data import znormalize
+
+        x = znormalize(x, mask)
+    model.eval()
+    with torch.no_grad():
+        xt = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))
+        mt = None if mask is None else torch.from_numpy(mask)
+        maps = model.attention_maps(xt, mt)
+        pred = model(xt, mt).argmax(1).numpy()
+    names = []
+    for j, i in enumerate(cfg.samples):
+        fig = maps_figure(data.x[i], None if data.mask is None else data.mask[i], maps, j,
+                          title=f"{data.name} {cfg.split} #{i}: true {data.classes[data.y[i]]}, "
+                                f"predicted {data.classes[pred[j]]}")
+        names.append(f"attention_{i}.png")
+        rd.save_figure(fig, names[-1])
+    return f"wrote {', '.join(names)}"
+
+
+def maps_figure(series, mask, maps: dict, j: int, title: str = ""):
+    """The series with the pooling head's weights drawn on its time axis (a token covers
+    ``steps_per_token`` steps), and the last layer's self-attention head by head."""
+    from matplotlib.figure import Figure
+
+    pool, selfs = maps.get("pool"), maps.get("self") or []
+    step = int(maps.get("steps_per_token", 1))
+    n_pre = int(maps.get("n_prefix", 0))
+    tmask = maps.get("mask")
+    valid = None if tmask is None else np.asarray(tmask[j], dtype=bool)
+    n_heads = selfs[-1].shape[1] if selfs else 0
+    rows = 2 + (1 if selfs else 0)
+    cols = max(3, n_heads)
+    fig = Figure(figsize=(2.6 * cols, 2.4 * rows), layout="constrained")
+    grid = fig.add_gridspec(rows, cols)
+    ax = fig.add_subplot(grid[0, :])
+    t = np.arange(series.shape[-1]) if mask is None else np.flatnonzero(mask)
+    for c in range(series.shape[0]):
+        ax.plot(t, series[c, t], lw=1)
+    ax.set(title=title or "series", xlabel="time step")
+    ax = fig.add_subplot(grid[1, :], sharex=fig.axes[0])
+    if pool is not None:
+        w = np.asarray(pool[j], dtype=float)                      # [heads, tokens]
+        if valid is not None:
+            w = np.where(valid[None, :], w, np.nan)
+        centre = (np.arange(w.shape[1]) + 0.5) * step - 0.5     # token centres in steps
+        for h in range(w.shape[0]):
+            ax.step(centre, w[h], where="mid", lw=1, label=f"query·head {h}")
+        ax.legend(frameon=False, fontsize=7, ncol=4)
+        ax.set(title=f"pooling weights (one token = {step} step{'s' if step > 1 else ''})",
+               xlabel="time step", ylabel="weight")
+    else:
+        ax.text(0.5, 0.5, "this pooling head has no attention weights (mean/max)",
+                ha="center", va="center", transform=ax.transAxes)
+        ax.set_axis_off()
+    if selfs:
+        last = np.asarray(selfs[-1][j], dtype=float)               # [H, T'+n_pre, T'+n_pre]
+        keep = np.arange(last.shape[-1])
+        if valid is not None:
+            keep = np.concatenate([np.arange(n_pre), n_pre + np.flatnonzero(valid)])
+        for h in range(n_heads):
+            a = fig.add_subplot(grid[2, h])
+            a.imshow(last[h][np.ix_(keep, keep)], cmap="magma", aspect="auto")
+            a.set(title=f"layer {len(selfs)} head {h}", xlabel="key token",
+                  ylabel="query token" if h == 0 else None)
+    return fig
+
+
+@dataclass(frozen=True)
+class EncodingsConfig:
+    d: int = 64
+    positions: int = 128
+    base: float = 10000.0
+
+
+def run_encodings(cfg: EncodingsConfig, rd) -> str:
+    from kairo.attention._encodings import encoding_figure, offset_rotation, sinusoidal_table
+
+    rd.save_figure(encoding_figure(d=cfg.d, n_pos=cfg.positions, base=cfg.base),
+                   "sinusoidal.png")
+    pe = sinusoidal_table(cfg.positions, cfg.d, cfg.base).double()
+    err = 0.0
+    for phi in (1, 5, cfg.positions // 3):
+        m = offset_rotation(phi, cfg.d, cfg.base).double()
+        err = max(err, float((pe[phi:] - pe[:-phi] @ m.T).abs().max()))
+    rd.write_json("encodings.json", {"d": cfg.d, "positions": cfg.positions, "base": cfg.base,
+                                     "max_offset_rotation_error": err})
+    return (f"wrote sinusoidal.png; pe(pos+φ) = M_φ·pe(pos) holds to {err:.1e} "
+            f"(φ = 1, 5, {cfg.positions // 3})")

@@ -1,0 +1,266 @@
+"""Grids of training runs: ``kairo tsc compare-pooling`` (every pooling head × encoder ×
+dataset × seed, with paired tests against mean pooling) and ``kairo tsc benchmark`` (the best
+configuration per dataset, chosen on validation accuracy, next to published results)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import field
+
+import numpy as np
+import pandas as pd
+
+from kairo._errors import ConfigError, DataError
+from kairo.attention._commands import _flat, split_config
+from kairo.attention._configs import ENCODERS, POOLS, ModelConfig, TrainConfig
+
+__all__ = ["CompareConfig", "BenchmarkConfig", "run_grid", "pooling_tests", "summarize",
+           "comparison_figure", "run_compare", "run_benchmark", "UNIVARIATE"]
+
+# aeon's shipped univariate classification sets with published ResNet figures or results
+UNIVARIATE = ("ACSF1", "ArrowHead", "GunPoint", "ItalyPowerDemand", "OSULeaf")
+
+_GRID = [("datasets", tuple[str, ...], field(default=("GunPoint", "ArrowHead",
+                                                       "ItalyPowerDemand"))),
+         ("encoders", tuple[str, ...], field(default=ENCODERS)),
+         ("pools", tuple[str, ...], field(default=POOLS)),
+         ("seeds", int, field(default=5)),
+         ("workers", int, field(default=0)),          # processes; 0 = one per core
+         ("mnist1d_length", int, field(default=40))]
+
+
+def _check_grid(cfg) -> None:
+    for name, allowed in (("encoders", ENCODERS), ("pools", POOLS)):
+        bad = [v for v in getattr(cfg, name) if v not in allowed]
+        if bad or not getattr(cfg, name):
+            raise ConfigError(f"{name} must be a comma-separated subset of {', '.join(allowed)}; "
+                              f"got {', '.join(getattr(cfg, name)) or 'nothing'}")
+    if not cfg.datasets:
+        raise ConfigError("datasets: name at least one (see `kairo tsc list`)")
+    if cfg.seeds < 1 or cfg.workers < 0:
+        raise ConfigError(f"seeds must be ≥ 1 and workers ≥ 0, got {cfg.seeds}, {cfg.workers}")
+
+
+CompareConfig = _flat("CompareConfig", ModelConfig, TrainConfig, extra=_GRID,
+                      exclude=("encoder", "pool", "seed"), check=_check_grid)
+CompareConfig.__doc__ = "``kairo tsc compare-pooling``: a grid of pooling heads × encoders."
+BenchmarkConfig = _flat(
+    "BenchmarkConfig", ModelConfig, TrainConfig,
+    extra=[g for g in _GRID if g[0] != "datasets"] +
+          [("datasets", tuple[str, ...], field(default=UNIVARIATE)),
+           ("reuse", str, field(default=""))],
+    exclude=("encoder", "pool", "seed"), check=_check_grid)
+BenchmarkConfig.__doc__ = ("``kairo tsc benchmark``: the best configuration per dataset "
+                           "(by validation accuracy) against published results.")
+
+
+# ---------------------------------------------------------------------------- running
+_CACHE: dict = {}
+
+
+def _data(name: str, length: int):
+    from kairo.attention._data import load_dataset
+
+    key = (name, length)
+    if key not in _CACHE:
+        _CACHE[key] = (load_dataset(name, "train", mnist1d_length=length),
+                       load_dataset(name, "test", mnist1d_length=length))
+    return _CACHE[key]
+
+
+def _one(job: dict) -> dict:
+    """One training run (in a worker process): fit, then score the test split."""
+    import time
+
+    import torch
+
+    from kairo.attention import _train
+
+    torch.set_num_threads(job["threads"])
+    train, test = _data(job["dataset"], job["mnist1d_length"])
+    mcfg = ModelConfig(**job["model"])
+    tcfg = TrainConfig(**job["train"])
+    t0 = time.perf_counter()
+    res = _train.fit(mcfg, tcfg, train, log=lambda *_: None, progress_bar=False)
+    rep = _train.evaluate(res["model"], test)
+    hist = res["history"]
+    best = next((h for h in hist if h["epoch"] == res["best_epoch"]), hist[-1])
+    return {"dataset": job["dataset"], "encoder": mcfg.encoder, "pool": mcfg.pool,
+            "seed": tcfg.seed, "test_accuracy": rep["accuracy"], "test_macro_f1": rep["f1_macro"],
+            "val_accuracy": best.get("val_acc", float("nan")), "best_epoch": res["best_epoch"],
+            "epochs_run": len(hist), "seconds": time.perf_counter() - t0,
+            "n_params": int(sum(p.numel() for p in res["model"].parameters()))}
+
+
+def _jobs(cfg, combos) -> list[dict]:
+    mcfg, tcfg = split_config(_with(cfg, encoder=ENCODERS[0], pool=POOLS[0], seed=0))
+    jobs = []
+    for ds in cfg.datasets:
+        for enc, pool in combos:
+            for seed in range(cfg.seeds):
+                m = dataclasses.replace(mcfg, encoder=enc, pool=pool)
+                t = dataclasses.replace(tcfg, seed=seed, threads=1)
+                jobs.append({"dataset": ds, "model": dataclasses.asdict(m),
+                             "train": dataclasses.asdict(t), "threads": 1,
+                             "mnist1d_length": cfg.mnist1d_length})
+    return jobs
+
+
+def _with(cfg, **values):
+    """The flat config's fields plus ``values``, as a simple namespace for split_config."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(**{f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)},
+                           **values)
+
+
+def run_grid(jobs: list[dict], workers: int = 0, progress_bar=None) -> pd.DataFrame:
+    """Run ``jobs`` in spawned worker processes (one torch thread each); rows in job order."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from multiprocessing import get_context
+
+    from kairo._progress import progress
+
+    for ds in {j["dataset"] for j in jobs}:          # fail fast on a bad name, in this process
+        _data(ds, jobs[0]["mnist1d_length"])
+    n = workers or os.cpu_count() or 1
+    rows: list = [None] * len(jobs)
+    bar = progress(total=len(jobs), desc="runs", enabled=progress_bar)
+    if n == 1:
+        for i, job in enumerate(jobs):
+            rows[i] = _one(job)
+            bar.update(1)
+    else:
+        with ProcessPoolExecutor(n, mp_context=get_context("spawn")) as pool:
+            futures = {pool.submit(_one, job): i for i, job in enumerate(jobs)}
+            for fut in as_completed(futures):
+                rows[futures[fut]] = fut.result()
+                bar.update(1)
+    bar.close()
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------- statistics
+def summarize(df: pd.DataFrame) -> pd.DataFrame:
+    """Mean ± sd of test (and validation) accuracy per dataset, encoder and pooling head."""
+    g = df.groupby(["dataset", "encoder", "pool"], sort=False)
+    out = g.agg(n=("test_accuracy", "size"), test_mean=("test_accuracy", "mean"),
+                test_sd=("test_accuracy", "std"), val_mean=("val_accuracy", "mean"),
+                f1_mean=("test_macro_f1", "mean"), seconds=("seconds", "mean"),
+                n_params=("n_params", "first"))
+    return out.reset_index()
+
+
+def pooling_tests(df: pd.DataFrame, baseline: str = "mean") -> pd.DataFrame:
+    """Each pooling head against ``baseline``, paired by (dataset, seed) within an encoder and
+    over both encoders: mean difference in test accuracy, wins/ties/losses and a two-sided
+    Wilcoxon signed-rank p (zero differences split between ranks, "zsplit")."""
+    from scipy.stats import wilcoxon
+
+    rows = []
+    scopes = [(enc, df[df.encoder == enc]) for enc in df.encoder.unique()]
+    if df.encoder.nunique() > 1:
+        scopes.append(("all", df))
+    for scope, part in scopes:
+        keys = ["dataset", "seed"] + (["encoder"] if scope == "all" else [])
+        wide = part.pivot_table(index=keys, columns="pool", values="test_accuracy")
+        if baseline not in wide:
+            continue
+        for pool in wide.columns:
+            if pool == baseline:
+                continue
+            pair = wide[[pool, baseline]].dropna()
+            d = (pair[pool] - pair[baseline]).to_numpy()
+            p = float("nan")
+            if len(d) >= 2 and np.any(d != 0):
+                p = float(wilcoxon(d, zero_method="zsplit").pvalue)
+            rows.append({"encoder": scope, "pool": pool, "baseline": baseline, "pairs": len(d),
+                         "mean_diff": float(d.mean()) if len(d) else float("nan"),
+                         "wins": int((d > 0).sum()), "ties": int((d == 0).sum()),
+                         "losses": int((d < 0).sum()), "wilcoxon_p": p})
+    return pd.DataFrame(rows)
+
+
+def comparison_figure(summary: pd.DataFrame):
+    """Test accuracy (mean ± sd over seeds) per pooling head, one panel per dataset."""
+    from matplotlib.figure import Figure
+
+    datasets = list(summary.dataset.unique())
+    pools = list(summary["pool"].unique())
+    encoders = list(summary.encoder.unique())
+    fig = Figure(figsize=(3.2 * len(datasets), 3.2), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, len(datasets), sharey=False))
+    for ax, ds in zip(axes, datasets):
+        for k, enc in enumerate(encoders):
+            part = summary[(summary.dataset == ds) & (summary.encoder == enc)]
+            part = part.set_index("pool").reindex(pools)
+            x = np.arange(len(pools)) + (k - (len(encoders) - 1) / 2) * 0.18
+            ax.errorbar(x, part.test_mean, yerr=part.test_sd.fillna(0), fmt="o", ms=4,
+                        capsize=2, label=enc)
+        ax.set_xticks(np.arange(len(pools)), pools, rotation=30)
+        ax.set(title=ds, ylabel="test accuracy" if ax is axes[0] else None)
+    axes[0].legend(frameon=False, fontsize=8)
+    return fig
+
+
+# ---------------------------------------------------------------------------- commands
+def run_compare(cfg, rd, progress_bar=None) -> str:
+    combos = [(e, p) for e in cfg.encoders for p in cfg.pools]
+    df = run_grid(_jobs(cfg, combos), cfg.workers, progress_bar)
+    summary, tests = summarize(df), pooling_tests(df)
+    rd.write_table("runs.csv", df)
+    rd.write_table("summary.csv", summary)
+    rd.write_table("tests.csv", tests)
+    rd.save_figure(comparison_figure(summary), "pooling.png")
+    lines = [f"{len(df)} runs: {len(cfg.datasets)} datasets × {len(cfg.encoders)} encoders × "
+             f"{len(cfg.pools)} pooling heads × {cfg.seeds} seeds"]
+    for r in summary.itertuples():
+        lines.append(f"  {r.dataset:18s} {r.encoder:11s} {r.pool:9s} {r.test_mean:.3f} ± "
+                     f"{0 if np.isnan(r.test_sd) else r.test_sd:.3f}")
+    if len(tests):
+        lines.append("paired against mean pooling (test accuracy):")
+        for r in tests.itertuples():
+            lines.append(f"  {r.encoder:11s} {r.pool:9s} Δ {r.mean_diff:+.3f}  "
+                         f"{r.wins}/{r.ties}/{r.losses} (win/tie/loss)  p {r.wilcoxon_p:.3g}")
+    return "\n".join(lines)
+
+
+def run_benchmark(cfg, rd, progress_bar=None) -> str:
+    from kairo.attention._published import published_table
+
+    if cfg.reuse:
+        try:
+            df = pd.read_csv(cfg.reuse)
+        except (OSError, pd.errors.ParserError) as exc:
+            raise DataError(f"--reuse {cfg.reuse}: cannot read the runs table ({exc})") from None
+        need = {"dataset", "encoder", "pool", "seed", "test_accuracy", "val_accuracy"}
+        if not need <= set(df.columns):
+            raise DataError(f"--reuse {cfg.reuse}: expected a runs.csv from kairo tsc "
+                            f"compare-pooling/benchmark with columns {sorted(need)}")
+        df = df[df.dataset.isin(cfg.datasets)]
+        missing = sorted(set(cfg.datasets) - set(df.dataset))
+        if missing:
+            raise DataError(f"--reuse {cfg.reuse} has no runs for {', '.join(missing)}")
+    else:
+        combos = [(e, p) for e in cfg.encoders for p in cfg.pools]
+        df = run_grid(_jobs(cfg, combos), cfg.workers, progress_bar)
+    summary = summarize(df)
+    # the configuration is chosen on validation accuracy only; test accuracy is reported
+    best = summary.loc[summary.groupby("dataset", sort=False).val_mean.idxmax()]
+    pub = published_table(list(best.dataset))
+    cols = ["encoder", "pool", "val_mean", "test_mean", "test_sd", "n"]
+    table = best.set_index("dataset")[cols].rename(columns={"test_mean": "kairo",
+                                                            "test_sd": "kairo_sd"})
+    table = table.join(pub)
+    table["vs ResNet"] = table["kairo"] - table["ResNet (Fawaz 2019)"]
+    rd.write_table("runs.csv", df)
+    rd.write_table("benchmark.csv", table.reset_index())
+    lines = ["dataset            kairo (config)                    ResNet  HC2    Incep.  "
+             "WEASEL2 FreshP."]
+    for ds, r in table.iterrows():
+        lines.append(f"{ds:18s} {r.kairo:.3f}±{r.kairo_sd if r.n > 1 else 0:.3f} "
+                     f"({r.encoder}+{r['pool']}){'':<8s} {r['ResNet (Fawaz 2019)']:.3f}  "
+                     f"{r['HC2']:.3f}  {r['InceptionTime']:.3f}  {r['WEASEL-2.0']:.3f}  "
+                     f"{r['FreshPRINCE']:.3f}")
+    return "\n".join(lines)

@@ -1,0 +1,137 @@
+"""The configs of ``kairo.attention``, free of torch so the command line starts fast.
+
+``ModelConfig`` is the architecture of a classifier, ``TrainConfig`` how it is trained. The
+option names listed here are the only ones the modules accept.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from kairo._errors import ConfigError
+
+__all__ = ["ModelConfig", "TrainConfig", "ENCODERS", "POOLS", "NORMS", "TOKENS",
+           "POSITIONALS", "SCHEDULES", "DEVICES"]
+
+ENCODERS = ("resnet", "transformer")
+POOLS = ("mean", "max", "cls", "attention", "mha")
+NORMS = ("pre", "post")                      # LayerNorm before or after each residual branch
+TOKENS = ("step", "patch")
+POSITIONALS = ("sinusoidal", "learned", "rope", "none")
+SCHEDULES = ("cosine", "onecycle", "constant")
+DEVICES = ("cpu", "cuda", "auto")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Architecture of a :class:`TSClassifier` (training options live elsewhere).
+
+    ``layers`` counts Transformer blocks or ResNet blocks. ``norm``, ``tokens``, ``patch``,
+    ``positional``, ``n_heads`` and ``n_kv_heads`` only matter for the Transformer encoder.
+    ``pool_heads`` is used by the "mha" pool and by the "cls" pool's own block (ResNet only);
+    ``pool_queries`` by "mha".
+    """
+
+    encoder: str = "transformer"      # resnet, transformer
+    pool: str = "attention"           # mean, max, cls, attention, mha
+    d_model: int = 64
+    n_heads: int = 4
+    n_kv_heads: int = 0               # 0 = same as n_heads (MHA); 1 = MQA; else GQA
+    layers: int = 2                   # transformer blocks / resnet blocks
+    norm: str = "pre"
+    tokens: str = "step"              # step, patch
+    patch: int = 16
+    positional: str = "sinusoidal"
+    dropout: float = 0.1
+    pool_heads: int = 4
+    pool_queries: int = 1
+
+    def __post_init__(self):
+        for name, allowed in (("encoder", ENCODERS), ("pool", POOLS), ("norm", NORMS),
+                              ("tokens", TOKENS), ("positional", POSITIONALS)):
+            if getattr(self, name) not in allowed:
+                raise ConfigError(f"model field {name!r} must be one of {', '.join(allowed)}; "
+                                  f"got {getattr(self, name)!r}")
+        for name in ("d_model", "n_heads", "layers", "patch", "pool_heads", "pool_queries"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ConfigError(f"model field {name!r} must be an integer ≥ 1, got {v!r}")
+        if isinstance(self.n_kv_heads, bool) or not isinstance(self.n_kv_heads, int) or \
+                self.n_kv_heads < 0:
+            raise ConfigError(f"model field 'n_kv_heads' must be an integer ≥ 0 (0 = n_heads), "
+                              f"got {self.n_kv_heads!r}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ConfigError(f"model field 'dropout' must be in [0, 1), got {self.dropout}")
+        if self.pool in ("mha", "cls") and self.d_model % self.pool_heads:
+            raise ConfigError(f"model field 'pool_heads' ({self.pool_heads}) must divide "
+                              f"d_model ({self.d_model})")
+        if self.encoder != "transformer":
+            return
+        if self.d_model % self.n_heads:
+            raise ConfigError(f"model field 'd_model': d_model {self.d_model} is not divisible "
+                              f"by n_heads {self.n_heads}")
+        if self.n_kv_heads and self.n_heads % self.n_kv_heads:
+            raise ConfigError(f"model field 'n_kv_heads' ({self.n_kv_heads}) must divide "
+                              f"n_heads ({self.n_heads}); 1 = MQA, 0 = MHA")
+        if self.positional == "sinusoidal" and self.d_model % 2:
+            raise ConfigError(f"model field 'd_model' must be even for sinusoidal positions, "
+                              f"got {self.d_model}")
+        if self.positional == "rope" and (self.d_model // self.n_heads) % 2:
+            raise ConfigError(f"rope needs an even head size d_model / n_heads, got "
+                              f"{self.d_model} / {self.n_heads} = {self.d_model // self.n_heads}")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """How a classifier is trained (the architecture is a `ModelConfig`)."""
+
+    epochs: int = 200
+    batch: int = 32
+    lr: float = 1e-3                  # peak learning rate
+    weight_decay: float = 1e-2        # AdamW's decoupled decay
+    schedule: str = "cosine"          # cosine (after a linear warm-up), onecycle, constant
+    warmup: float = 0.05              # fraction of all steps spent rising to lr (cosine/onecycle)
+    val_fraction: float = 0.2         # stratified hold-out of the training split; 0 = none
+    patience: int = 30                # epochs without a lower val loss before stopping; 0 = never
+    seed: int = 0
+    znorm: bool = True                # z-normalize each series and channel (also at predict)
+    label_smoothing: float = 0.0
+    max_grad_norm: float = 1.0        # clip the gradient norm; 0 = no clipping
+    checkpoint_every: int = 10        # epochs between checkpoints (when a path is given)
+    threads: int = 0                  # torch CPU threads; 0 = torch's default
+    device: str = "cpu"               # cpu, cuda, auto (cuda when available)
+
+    def __post_init__(self):
+        def need(name, ok, what):
+            v = getattr(self, name)
+            if not ok(v):
+                raise ConfigError(f"train field {name!r} must be {what}, got {v!r}")
+
+        def is_int(v):
+            return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+        def is_num(v):
+            return isinstance(v, (int, float, np.integer, np.floating)) and \
+                not isinstance(v, bool) and math.isfinite(v)
+
+        need("epochs", lambda v: is_int(v) and v >= 1, "an integer ≥ 1")
+        need("batch", lambda v: is_int(v) and v >= 1, "an integer ≥ 1")
+        need("lr", lambda v: is_num(v) and v > 0, "a number > 0")
+        need("weight_decay", lambda v: is_num(v) and v >= 0, "a number ≥ 0")
+        need("schedule", lambda v: v in SCHEDULES, f"one of {', '.join(SCHEDULES)}")
+        need("warmup", lambda v: is_num(v) and 0 <= v < 1, "a fraction in [0, 1)")
+        if self.schedule == "onecycle" and not self.warmup > 0:
+            raise ConfigError("train field 'warmup' must be > 0 for the onecycle schedule (it is "
+                              "the fraction of steps rising to lr)")
+        need("val_fraction", lambda v: is_num(v) and 0 <= v < 1, "a fraction in [0, 1)")
+        need("patience", lambda v: is_int(v) and v >= 0, "an integer ≥ 0 (0 = no early stop)")
+        need("seed", lambda v: is_int(v) and v >= 0, "an integer ≥ 0")
+        need("znorm", lambda v: isinstance(v, bool), "true or false")
+        need("label_smoothing", lambda v: is_num(v) and 0 <= v < 1, "a number in [0, 1)")
+        need("max_grad_norm", lambda v: is_num(v) and v >= 0, "a number ≥ 0 (0 = no clipping)")
+        need("checkpoint_every", lambda v: is_int(v) and v >= 1, "an integer ≥ 1")
+        need("threads", lambda v: is_int(v) and v >= 0, "an integer ≥ 0 (0 = torch default)")
+        need("device", lambda v: v in DEVICES, f"one of {', '.join(DEVICES)}")

@@ -1,0 +1,202 @@
+"""Encoders: a series x [B, C, T] (mask [B, T] bool, True = valid step) → tokens [B, T', D] and
+their mask [B, T'] (or None).
+
+- :class:`ResNet1D`: the residual CNN of Wang et al. 2017 as benchmarked by Fawaz et al. 2019
+  (blocks of conv 8 → 5 → 3 with batch norm, widths 64, 128, 128 for d = 64).
+- :class:`TransformerEncoder`: per-step or patch tokens, a positional encoding, Transformer
+  blocks built on :class:`~kairo.attention._attention.MultiHeadAttention`.
+
+Padding never leaks into valid outputs: masked steps are zeroed before every convolution, which
+is exactly the zero 'same' padding a shorter series gets at its end, and attention ignores
+masked keys. (In training mode batch-norm statistics still count padded positions.)
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from kairo._errors import ConfigError, DataError
+from kairo.attention._configs import ENCODERS, TOKENS  # noqa: F401  (re-exported)
+from kairo.attention._attention import NORMS, TransformerBlock
+from kairo.attention._encodings import DEFAULT_MAX_LEN, POSITIONALS, make_positional
+
+__all__ = ["ResNet1D", "TransformerEncoder", "ENCODERS", "TOKENS", "check_series"]
+
+
+
+def check_series(x, mask, in_channels: int) -> None:
+    """Raise DataError unless x is a float tensor [B, in_channels, T] and mask None or [B, T]
+    bool."""
+    if not isinstance(x, torch.Tensor) or x.ndim != 3 or not x.is_floating_point():
+        raise DataError(f"series must be a float tensor [B, C, T], got "
+                        f"{getattr(x, 'dtype', type(x).__name__)} of shape "
+                        f"{list(getattr(x, 'shape', []))}")
+    if x.shape[1] != in_channels:
+        raise DataError(f"series have {x.shape[1]} channels, the encoder was built for "
+                        f"{in_channels}: x must be [B, C, T] (channels before time)")
+    if mask is not None:
+        if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+            raise DataError(f"mask must be a bool tensor [B, T] (True = valid step), got "
+                            f"{getattr(mask, 'dtype', type(mask).__name__)}")
+        if tuple(mask.shape) != (x.shape[0], x.shape[2]):
+            raise DataError(f"mask must have shape [B, T] = [{x.shape[0]}, {x.shape[2]}], got "
+                            f"{list(mask.shape)}")
+
+
+def _downsample_mask(mask: torch.Tensor | None, s: int) -> torch.Tensor | None:
+    """[B, T] → [B, ceil(T/s)]: a window of s steps is valid if any of its steps is."""
+    if mask is None or s == 1:
+        return mask
+    pad = -mask.shape[1] % s
+    return F.pad(mask, (0, pad), value=False).view(mask.shape[0], -1, s).any(-1)
+
+
+class _ResBlock(nn.Module):
+    """conv→BN→ReLU, conv→BN→ReLU, conv→BN, + shortcut, ReLU ('same' padding, zeroed mask)."""
+
+    def __init__(self, c_in: int, c_out: int, kernel_sizes, stride: int, fk: dict):
+        super().__init__()
+        self.kernel_sizes, self.stride = tuple(kernel_sizes), stride
+        chans = [c_in] + [c_out] * len(self.kernel_sizes)
+        # no conv bias: batch norm's shift follows immediately
+        self.convs = nn.ModuleList(
+            nn.Conv1d(a, c_out, k, stride=stride if i == 0 else 1, bias=False, **fk)
+            for i, (a, k) in enumerate(zip(chans[:-1], self.kernel_sizes)))
+        self.norms = nn.ModuleList(nn.BatchNorm1d(c_out, **fk) for _ in self.kernel_sizes)
+        self.shortcut = nn.Sequential(nn.Conv1d(c_in, c_out, 1, stride=stride, bias=False, **fk),
+                                      nn.BatchNorm1d(c_out, **fk)) \
+            if c_in != c_out or stride != 1 else nn.Identity()
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None):
+        """x [B, C_in, T], mask [B, T] → [B, C_out, T'], mask [B, T']."""
+        m_in = None if mask is None else mask[:, None, :].to(x.dtype)              # [B,1,T]
+        mask = _downsample_mask(mask, self.stride)
+        m_out = None if mask is None else mask[:, None, :].to(x.dtype)             # [B,1,T']
+        if m_in is not None:
+            x = x * m_in
+        y = x
+        last = len(self.convs) - 1
+        for i, (conv, bn, k) in enumerate(zip(self.convs, self.norms, self.kernel_sizes)):
+            if i and m_out is not None:
+                y = y * m_out
+            # 'same' padding for any k (PyTorch's padding="same" refuses stride > 1)
+            y = bn(conv(F.pad(y, ((k - 1) // 2, k // 2))))
+            if i < last:
+                y = F.relu(y)
+        return F.relu(y + self.shortcut(x)), mask
+
+
+class ResNet1D(nn.Module):
+    """Residual 1-D CNN: ``blocks`` residual blocks of widths d, 2d, 2d, … (64, 128, 128 for
+    d = 64, as in Fawaz et al. 2019). ``stride`` > 1 shortens the series by that factor in every
+    block. ``forward(x [B,C,T], mask [B,T] | None) → (tokens [B,T',d_out], mask [B,T'] | None)``
+    with masked tokens set to 0; ``steps_per_token`` = stride ** blocks.
+    """
+
+    def __init__(self, in_channels: int, d: int = 64, blocks: int = 3,
+                 kernel_sizes: tuple[int, ...] = (8, 5, 3), stride: int = 1, *,
+                 device=None, dtype=None):
+        super().__init__()
+        if in_channels < 1 or d < 1 or blocks < 1 or stride < 1:
+            raise ConfigError(f"ResNet1D needs in_channels, d, blocks, stride ≥ 1, got "
+                              f"in_channels={in_channels}, d={d}, blocks={blocks}, "
+                              f"stride={stride}")
+        if not kernel_sizes or any(int(k) < 1 for k in kernel_sizes):
+            raise ConfigError(f"kernel_sizes must be a non-empty list of sizes ≥ 1, got "
+                              f"{kernel_sizes}")
+        fk = {"device": device, "dtype": dtype}
+        widths = [d] + [2 * d] * (blocks - 1)
+        self.in_channels, self.d_out = in_channels, widths[-1]
+        self.steps_per_token = stride ** blocks
+        self.blocks = nn.ModuleList(
+            _ResBlock(a, b, kernel_sizes, stride, fk)
+            for a, b in zip([in_channels] + widths[:-1], widths))
+        self.last_weights = None          # no attention; kept for a uniform encoder interface
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, *,
+                need_weights: bool = False):
+        check_series(x, mask, self.in_channels)
+        for block in self.blocks:
+            x, mask = block(x, mask)
+        tokens = x.transpose(1, 2)                                                  # [B,T',D]
+        if mask is not None:
+            tokens = tokens * mask[..., None].to(tokens.dtype)
+        return tokens, mask
+
+
+class TransformerEncoder(nn.Module):
+    """Tokens → positional encoding → [prefix] → ``layers`` Transformer blocks → LayerNorm (pre-LN).
+
+    ``tokens="step"``: one token per time step, Linear(C → d). ``"patch"``: one token per
+    ``patch`` steps, Conv1d(C, d, patch, stride=patch), T zero-padded up to a multiple of patch;
+    a patch is valid if any of its steps is. ``positional="rope"`` rotates q/k inside attention;
+    "sinusoidal"/"learned" are added to the tokens; "none" uses no positions. ``max_len`` is the
+    longest series (in steps) the encoder accepts.
+
+    ``forward(x [B,C,T], mask [B,T] | None, *, prefix=None, need_weights=False) →
+    (tokens [B,T',d], mask [B,T'] | None)``. ``prefix`` (e.g. :meth:`ClsPool.prepend`) maps
+    (tokens, mask) → (tokens, mask) after the embedding and positions, before the blocks (RoPE
+    leaves room for one prefix token). With ``need_weights`` the per-layer attention weights
+    [B,H,T',T'] are kept in ``last_weights`` (else it is None). ``steps_per_token`` is the
+    patch size (1 for step tokens).
+    """
+
+    def __init__(self, in_channels: int, d: int = 64, n_heads: int = 4,
+                 n_kv_heads: int | None = None, layers: int = 2, mlp_ratio: float = 4,
+                 dropout: float = 0.1, norm: str = "pre", tokens: str = "step", patch: int = 16,
+                 positional: str = "sinusoidal", max_len: int = DEFAULT_MAX_LEN, *,
+                 device=None, dtype=None):
+        super().__init__()
+        if tokens not in TOKENS:
+            raise ConfigError(f"tokens must be one of {', '.join(TOKENS)}; got {tokens!r}")
+        if norm not in NORMS:
+            raise ConfigError(f"norm must be one of {', '.join(NORMS)}; got {norm!r}")
+        if positional not in POSITIONALS:
+            raise ConfigError(f"positional must be one of {', '.join(POSITIONALS)}; got "
+                              f"{positional!r}")
+        if in_channels < 1 or layers < 1 or patch < 1 or max_len < 1:
+            raise ConfigError(f"TransformerEncoder needs in_channels, layers, patch, max_len ≥ 1, "
+                              f"got in_channels={in_channels}, layers={layers}, patch={patch}, "
+                              f"max_len={max_len}")
+        fk = {"device": device, "dtype": dtype}
+        self.in_channels, self.d_out, self.max_len = in_channels, d, max_len
+        self.patch = patch if tokens == "patch" else 1
+        self.steps_per_token = self.patch
+        n_tok = -(-max_len // self.patch)
+        self.embed = nn.Linear(in_channels, d, **fk) if tokens == "step" else \
+            nn.Conv1d(in_channels, d, patch, stride=patch, **fk)
+        self.pos = make_positional(positional, d, n_tok)
+        self.blocks = nn.ModuleList(
+            TransformerBlock(d, n_heads, n_kv_heads, mlp_ratio=mlp_ratio, dropout=dropout,
+                             norm=norm, rope=positional == "rope", max_len=n_tok + 1, **fk)
+            for _ in range(layers))
+        self.ln = nn.LayerNorm(d, **fk) if norm == "pre" else nn.Identity()
+        self.last_weights = None
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, *, prefix=None,
+                need_weights: bool = False):
+        check_series(x, mask, self.in_channels)
+        b, _, t = x.shape
+        if t > self.max_len:
+            raise ConfigError(f"series of length {t} exceed the encoder's max_len={self.max_len}; "
+                              f"build the model with a larger max_len")
+        if mask is not None:
+            x = x * mask[:, None, :].to(x.dtype)     # padding values never reach a token
+        if self.patch == 1:
+            tok = self.embed(x.transpose(1, 2))                                     # [B,T,d]
+        else:
+            x = F.pad(x, (0, -t % self.patch))
+            tok = self.embed(x).transpose(1, 2)                                     # [B,T/p,d]
+            mask = _downsample_mask(mask, self.patch)
+        if self.pos is not None:
+            tok = self.pos(tok)
+        if prefix is not None:
+            tok, mask = prefix(tok, mask)
+        weights = []
+        for block in self.blocks:
+            tok, w = block(tok, key_padding_mask=mask, need_weights=need_weights)
+            weights.append(None if w is None else w.detach())
+        self.last_weights = weights if need_weights else None
+        return self.ln(tok), mask

@@ -1,0 +1,458 @@
+"""Training a time-series classifier: AdamW, a learning-rate schedule, a stratified validation
+split with early stopping, resumable checkpoints; saving, loading, prediction, evaluation.
+
+Reproducibility: the split, the batch order and every epoch's torch random stream derive from
+``seed`` and the epoch number alone, so two runs, or a run resumed from a checkpoint, give the
+same history and weights (on the same device and thread count).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from kairo._errors import ConfigError, DataError, DataNotFoundError, KairoError
+from kairo.attention._configs import SCHEDULES, TrainConfig
+from kairo.attention._data import TSData, _check_finite, stratified_split, znormalize
+
+__all__ = ["TrainConfig", "fit", "save_classifier", "load_classifier", "predict", "evaluate",
+           "SCHEDULES"]
+
+_CKPT_FORMAT = "kairo.attention.checkpoint"
+_MODEL_FORMAT = "kairo.attention.classifier"
+# fields that do not change what is computed, so a run may resume with other values
+_RESUME_FREE = ("checkpoint_every", "threads", "device")
+
+
+# ---------------------------------------------------------------------------- helpers
+def _build(model_cfg, n_channels: int, n_classes: int, max_len: int) -> nn.Module:
+    from kairo.attention._model import build_classifier
+
+    return build_classifier(model_cfg, n_channels, n_classes, max_len)
+
+
+def _model_config(fields: dict):
+    from kairo.attention._model import ModelConfig
+
+    return ModelConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()})
+
+
+def _device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("train field 'device' is 'cuda' but torch sees no CUDA device; use "
+                          "'cpu' or 'auto'")
+    return torch.device(name)
+
+
+def _epoch_seed(seed: int, epoch: int) -> int:
+    return int(np.random.SeedSequence([seed, epoch, 17]).generate_state(1)[0])
+
+
+def _batches(n: int, batch: int) -> list[tuple[int, int]]:
+    """[start, stop) slices of n items; a last batch of one joins the one before (BatchNorm
+    cannot train on a single series)."""
+    starts = list(range(0, n, batch))
+    if len(starts) > 1 and n - starts[-1] == 1:
+        starts.pop()
+    return [(s, e) for s, e in zip(starts, starts[1:] + [n])]
+
+
+def _scheduler(opt, cfg: TrainConfig, total: int):
+    if cfg.schedule == "onecycle":
+        return torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=cfg.lr, total_steps=total,
+                                                   pct_start=cfg.warmup)
+    warm = int(round(cfg.warmup * total)) if cfg.schedule == "cosine" else 0
+
+    def factor(step: int) -> float:
+        if cfg.schedule == "constant":
+            return 1.0
+        if step < warm:
+            return (step + 1) / warm                       # linear warm-up to lr
+        done = min(1.0, (step - warm) / max(1, total - warm))
+        return 0.5 * (1.0 + math.cos(math.pi * done))      # cosine to 0
+
+    return torch.optim.lr_scheduler.LambdaLR(opt, factor)
+
+
+def _fingerprint(data: TSData) -> dict:
+    h = hashlib.blake2b(digest_size=16)
+    for a in (data.x, data.y, data.mask):
+        if a is not None:
+            h.update(np.ascontiguousarray(a).tobytes())
+    return {"name": data.name, "shape": list(data.x.shape), "classes": list(data.classes),
+            "digest": h.hexdigest()}
+
+
+def _diff(saved: dict, now: dict) -> dict:
+    keys = sorted(set(saved) | set(now))
+    return {k: (saved.get(k), now.get(k)) for k in keys if saved.get(k) != now.get(k)}
+
+
+def _atomic_save(obj, path: Path) -> None:
+    """Write a temp file in the same folder, then rename it over ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        torch.save(obj, tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _read(path: Path, fmt: str, what: str) -> dict:
+    """torch.load(weights_only=True) with errors that name the file."""
+    if not path.is_file():
+        raise DataNotFoundError(f"{what} {path} does not exist")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - torch raises many types for a bad file
+        raise DataError(f"{what} {path}: cannot be read safely — corrupt, truncated or not a "
+                        f"kairo file ({type(exc).__name__}: {str(exc)[:200]})") from None
+    if not isinstance(state, dict) or state.get("format") != fmt:
+        raise DataError(f"{what} {path}: not a {fmt} file")
+    return state
+
+
+def _cpu_state(model: nn.Module) -> dict:
+    return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+
+
+# ---------------------------------------------------------------------------- training
+def _train_epoch(model, opt, sched, loss_fn, x, y, mask, order, cfg: TrainConfig) -> float:
+    """One pass over the training series in ``order``; returns the mean training loss."""
+    model.train()
+    total, seen = 0.0, 0
+    for s, e in _batches(len(order), cfg.batch):
+        idx = order[s:e]
+        mb = None if mask is None else mask[idx]
+        loss = loss_fn(model(x[idx], mb), y[idx])                               # scalar
+        if not torch.isfinite(loss):
+            raise KairoError(f"training diverged (loss {loss.item()}); lower lr (now {cfg.lr}) "
+                             f"or raise max_grad_norm clipping (now {cfg.max_grad_norm})")
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if cfg.max_grad_norm > 0:
+            nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
+        opt.step()
+        sched.step()
+        total += loss.item() * (e - s)
+        seen += e - s
+    return total / seen
+
+
+@torch.no_grad()
+def _validate(model, x, y, mask, batch: int = 256) -> tuple[float, float]:
+    """(mean cross-entropy, accuracy) in eval mode."""
+    model.eval()
+    loss, hits = 0.0, 0
+    for s in range(0, len(y), batch):
+        mb = None if mask is None else mask[s:s + batch]
+        logits = model(x[s:s + batch], mb)                                      # [b, K]
+        loss += nn.functional.cross_entropy(logits, y[s:s + batch], reduction="sum").item()
+        hits += int((logits.argmax(1) == y[s:s + batch]).sum())
+    return loss / len(y), hits / len(y)
+
+
+def fit(model_cfg, train_cfg: TrainConfig, data: TSData, *, checkpoint=None, log=print,
+        progress_bar: bool | None = None) -> dict:
+    """Train a classifier on ``data`` (the training split; validation is held out from it).
+
+    Parameters
+    ----------
+    model_cfg : ModelConfig
+    train_cfg : TrainConfig
+    data : TSData
+    checkpoint : path, optional
+        Saved every ``checkpoint_every`` epochs and at the end (atomically). If the file
+        already holds an earlier state of the same run (same configs and data), training
+        resumes from it; a finished run is returned as it was.
+    log : callable
+        Receives one-line messages (resume, early stop, summary).
+    progress_bar : bool, optional
+        None shows a bar on a terminal (see `kairo._progress.progress`).
+
+    Returns
+    -------
+    dict with ``model`` (best-validation-loss weights, eval mode, ``model.fit_meta`` set),
+    ``history`` (per epoch: epoch, train_loss, val_loss, val_acc, lr — val_* None without a
+    validation set), ``best_epoch``, ``stopped_early``, ``resumed_from`` (epoch or None),
+    ``seconds``, ``samples_per_s`` (training series per second) and ``meta``.
+    """
+    if not isinstance(train_cfg, TrainConfig):
+        raise ConfigError(f"train_cfg must be a TrainConfig, got {type(train_cfg).__name__}")
+    if not isinstance(data, TSData):
+        raise KairoError(f"data must be a TSData (see load_dataset / from_arrays), got "
+                         f"{type(data).__name__}")
+    device = _device(train_cfg.device)
+    old_threads = torch.get_num_threads()
+    if train_cfg.threads:
+        torch.set_num_threads(train_cfg.threads)
+    try:
+        # the caller's global torch random state is left as it was
+        gpus = [device.index if device.index is not None else torch.cuda.current_device()] \
+            if device.type == "cuda" else []
+        with torch.random.fork_rng(devices=gpus):
+            return _fit(model_cfg, train_cfg, data, device,
+                        Path(checkpoint) if checkpoint else None, log, progress_bar)
+    finally:
+        torch.set_num_threads(old_threads)
+
+
+def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, log, progress_bar) -> dict:
+    from kairo._progress import progress
+
+    x = znormalize(data.x, data.mask) if cfg.znorm else data.x
+    if cfg.val_fraction > 0:
+        tr, va = stratified_split(data.y, cfg.val_fraction, cfg.seed)
+    else:
+        tr, va = np.arange(len(data)), np.arange(0)
+    xt = torch.from_numpy(x).to(device)                                         # [N, C, T]
+    yt = torch.from_numpy(data.y).to(device)                                    # [N]
+    mt = None if data.mask is None else torch.from_numpy(data.mask).to(device)  # [N, T]
+    va_t = torch.from_numpy(va).to(device)
+    xv, yv = xt[va_t], yt[va_t]
+    mv = None if mt is None else mt[va_t]
+
+    torch.manual_seed(cfg.seed)
+    model = _build(model_cfg, data.n_channels, data.n_classes, data.n_steps).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    sched = _scheduler(opt, cfg, cfg.epochs * len(_batches(len(tr), cfg.batch)))
+    loss_fn = nn.CrossEntropyLoss(label_smoothing=cfg.label_smoothing)
+    run = {"train_config": dataclasses.asdict(cfg), "model_config": dataclasses.asdict(model_cfg),
+           "arch": model.arch, "data": _fingerprint(data)}
+    st = {"epoch": 0, "history": [], "best_loss": math.inf, "best_epoch": 0, "best_state": None,
+          "bad": 0, "finished": False, "stopped_early": False}
+    resumed = None
+    if ckpt is not None and ckpt.is_file():
+        saved = _read(ckpt, _CKPT_FORMAT, "checkpoint")
+        _check_resume(ckpt, saved["run"], run)
+        model.load_state_dict(saved["model"])
+        opt.load_state_dict(saved["optimizer"])
+        sched.load_state_dict(saved["scheduler"])
+        st = {k: saved[k] for k in st}
+        resumed = st["epoch"]
+        log(f"resumed from {ckpt} at epoch {resumed}")
+
+    def save():
+        _atomic_save({"format": _CKPT_FORMAT, "version": 1, "run": run,
+                      "model": _cpu_state(model), "optimizer": opt.state_dict(),
+                      "scheduler": sched.state_dict(), **st}, ckpt)
+
+    t0 = time.perf_counter()
+    n_trained = 0
+    start = st["epoch"]
+    bar = progress(range(start, cfg.epochs), total=cfg.epochs - start, desc="train",
+                   enabled=progress_bar)
+    for epoch in bar:
+        if st["finished"]:
+            break
+        torch.manual_seed(_epoch_seed(cfg.seed, epoch))     # dropout etc., epoch by epoch
+        order = torch.from_numpy(
+            np.random.default_rng(_epoch_seed(cfg.seed, epoch)).permutation(tr)).to(device)
+        lr = opt.param_groups[0]["lr"]
+        train_loss = _train_epoch(model, opt, sched, loss_fn, xt, yt, mt, order, cfg)
+        n_trained += len(tr)
+        val_loss, val_acc = _validate(model, xv, yv, mv) if len(va) else (None, None)
+        st["history"].append({"epoch": epoch + 1, "train_loss": train_loss,
+                              "val_loss": val_loss, "val_acc": val_acc, "lr": lr})
+        st["epoch"] = epoch + 1
+        if val_loss is None or val_loss < st["best_loss"]:
+            st["best_loss"] = math.inf if val_loss is None else val_loss
+            st["best_epoch"], st["best_state"], st["bad"] = epoch + 1, _cpu_state(model), 0
+        else:
+            st["bad"] += 1
+        if cfg.patience and st["bad"] >= cfg.patience:
+            st["stopped_early"] = True
+            log(f"early stop at epoch {epoch + 1}: no lower validation loss for "
+                f"{cfg.patience} epochs (best {st['best_loss']:.4f} at epoch "
+                f"{st['best_epoch']})")
+        st["finished"] = st["stopped_early"] or epoch + 1 == cfg.epochs
+        if hasattr(bar, "set_postfix"):
+            bar.set_postfix(loss=f"{train_loss:.3f}", val_loss=f"{val_loss or 0:.3f}",
+                            val_acc=f"{val_acc or 0:.3f}", refresh=False)
+        if ckpt is not None and (st["finished"] or (epoch + 1) % cfg.checkpoint_every == 0):
+            save()
+    if hasattr(bar, "close"):
+        bar.close()
+    secs = time.perf_counter() - t0
+    if st["best_state"] is not None:
+        model.load_state_dict(st["best_state"])
+    model.eval()
+    meta = {"dataset": data.name, "classes": list(data.classes),
+            "n_channels": data.n_channels, "max_len": data.n_steps, "znorm": cfg.znorm,
+            "best_epoch": st["best_epoch"], "epochs_run": st["epoch"],
+            "train_config": run["train_config"], "model_config": run["model_config"]}
+    model.fit_meta = meta
+    best = st["history"][st["best_epoch"] - 1] if st["best_epoch"] else {}
+    log(f"trained {st['epoch']} epochs in {secs:.1f} s; best epoch {st['best_epoch']}"
+        + (f" (val loss {best['val_loss']:.4f}, val acc {best['val_acc']:.3f})"
+           if best.get("val_loss") is not None else ""))
+    return {"model": model, "history": st["history"], "best_epoch": st["best_epoch"],
+            "stopped_early": st["stopped_early"], "resumed_from": resumed, "seconds": secs,
+            "samples_per_s": n_trained / secs if secs > 0 and n_trained else float("nan"),
+            "meta": meta}
+
+
+def _check_resume(path: Path, saved: dict, now: dict) -> None:
+    problems = []
+    tc = {k: v for k, v in _diff(saved["train_config"], now["train_config"]).items()
+          if k not in _RESUME_FREE}
+    for what, diff in (("training options", tc), ("architecture", _diff(saved["arch"],
+                                                                        now["arch"])),
+                       ("data", _diff(saved["data"], now["data"]))):
+        if diff:
+            problems.append(f"{what} {diff}")
+    if problems:
+        raise DataError(f"checkpoint {path} belongs to another run (checkpoint vs now: "
+                        f"{'; '.join(problems)}); delete it or choose another checkpoint path")
+
+
+# ---------------------------------------------------------------------------- saved models
+def save_classifier(path, model: nn.Module, model_cfg, meta: dict | None = None) -> None:
+    """Save weights, architecture and ``meta`` (JSON-like: classes, znorm, …) atomically.
+
+    ``meta`` is merged over ``model.fit_meta`` (set by `fit`)."""
+    path = Path(path)
+    meta = {**getattr(model, "fit_meta", {}), **(meta or {})}
+    try:
+        json.dumps(meta)
+    except (TypeError, ValueError) as exc:
+        raise KairoError(f"meta must hold only JSON values (str, numbers, bools, lists, "
+                         f"dicts): {exc}") from None
+    cfg = dataclasses.asdict(model_cfg)
+    arch = dict(model.arch)
+    wrong = {k: (v, arch[k]) for k, v in cfg.items() if k in arch and arch[k] != v}
+    if wrong:
+        raise KairoError(f"model_cfg does not describe this model (config vs model: {wrong})")
+    _atomic_save({"format": _MODEL_FORMAT, "version": 1, "arch": arch, "config": cfg,
+                  "meta": meta, "model": _cpu_state(model)}, path)
+
+
+def load_classifier(path, expect_arch: dict | None = None) -> tuple[nn.Module, dict]:
+    """(model in eval mode, meta) from `save_classifier`'s file, read with
+    ``weights_only=True``. ``expect_arch`` (e.g. another model's ``arch``) must match the
+    saved one; differing fields are named."""
+    path = Path(path)
+    state = _read(path, _MODEL_FORMAT, "model file")
+    try:
+        arch, cfg_fields, meta = dict(state["arch"]), dict(state["config"]), dict(state["meta"])
+        weights = state["model"]
+    except (KeyError, TypeError, ValueError):
+        raise DataError(f"model file {path}: incomplete (needs arch, config, meta and "
+                        f"model)") from None
+    if expect_arch is not None:
+        diff = _diff(arch, dict(expect_arch))
+        if diff:
+            raise DataError(f"model file {path} was saved for a different architecture "
+                            f"(saved vs expected: {diff})")
+    try:
+        model = _build(_model_config(cfg_fields), arch["n_channels"], arch["n_classes"],
+                       arch["max_len"])
+    except (KeyError, TypeError, ConfigError) as exc:
+        raise DataError(f"model file {path}: its architecture cannot be rebuilt by this "
+                        f"version of kairo ({exc})") from None
+    diff = _diff(arch, model.arch)
+    if diff:
+        raise DataError(f"model file {path}: the rebuilt model differs from the saved "
+                        f"architecture (saved vs rebuilt: {diff})")
+    try:
+        model.load_state_dict(weights)
+    except (RuntimeError, TypeError, AttributeError) as exc:
+        raise DataError(f"model file {path}: weights do not fit the architecture "
+                        f"({str(exc)[:300]})") from None
+    model.eval()
+    model.fit_meta = meta
+    return model, {**meta, "model_config": cfg_fields}
+
+
+# ---------------------------------------------------------------------------- inference
+def predict(model: nn.Module, x, mask=None, batch: int = 256) -> tuple[np.ndarray, np.ndarray]:
+    """Class indices and probabilities for NumPy series.
+
+    ``x`` [n, C, T] (or [n, T] for one channel) with T ≤ the model's max_len; ``mask`` bool
+    [n, T] or None. Applies the z-normalization the model was trained with
+    (``model.fit_meta["znorm"]``). Returns (pred int64 [n], proba float32 [n, K]).
+    """
+    x = np.asarray(x)
+    if x.dtype == object or not (np.issubdtype(x.dtype, np.number) and
+                                 not np.issubdtype(x.dtype, np.complexfloating)):
+        raise DataError(f"predict: x must be a real numeric array, got dtype {x.dtype}")
+    if x.ndim == 2:
+        x = x[:, None, :]
+    if x.ndim != 3 or x.shape[0] == 0 or x.shape[2] == 0:
+        raise DataError(f"predict: x must be [n_series, n_channels, n_steps] (or [n_series, "
+                        f"n_steps] for one channel), got shape {x.shape}")
+    c, t = getattr(model, "n_channels", x.shape[1]), getattr(model, "max_len", x.shape[2])
+    if x.shape[1] != c:
+        raise DataError(f"predict: x has {x.shape[1]} channels, the model was trained on {c}")
+    if x.shape[2] > t:
+        raise DataError(f"predict: series have {x.shape[2]} steps, more than the model's "
+                        f"max_len {t}; crop them or train on longer series")
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ConfigError(f"predict: batch must be an integer ≥ 1, got {batch!r}")
+    if mask is not None:
+        mask = np.asarray(mask)
+        if mask.dtype != np.bool_ or mask.shape != (x.shape[0], x.shape[2]):
+            raise DataError(f"predict: mask must be a bool array of shape "
+                            f"{(x.shape[0], x.shape[2])}, got {mask.dtype} {mask.shape}")
+        if not mask.any(axis=1).all():
+            raise DataError("predict: some series have no valid step in mask")
+    x = x.astype(np.float32)
+    _check_finite(x, mask, "predict")
+    if mask is not None:
+        x = np.where(mask[:, None, :], x, np.float32(0))
+    if getattr(model, "fit_meta", {}).get("znorm", False):
+        x = znormalize(x, mask)
+    device = next(model.parameters()).device
+    was = model.training
+    model.eval()
+    out = []
+    try:
+        with torch.no_grad():
+            for s in range(0, x.shape[0], batch):
+                xb = torch.from_numpy(x[s:s + batch]).to(device)
+                mb = None if mask is None else torch.from_numpy(mask[s:s + batch]).to(device)
+                out.append(torch.softmax(model(xb, mb).float(), dim=1).cpu().numpy())
+    finally:
+        model.train(was)
+    proba = np.concatenate(out).astype(np.float32)                              # [n, K]
+    return proba.argmax(1).astype(np.int64), proba
+
+
+def evaluate(model: nn.Module, data: TSData, batch: int = 256) -> dict:
+    """`classification_report` of the model on ``data`` plus ``log_loss``, ``pred`` and
+    ``proba``. Labels are matched to the model's classes by name when they differ in order."""
+    from kairo.attention._metrics import classification_report
+
+    y = data.y
+    names = list(getattr(model, "fit_meta", {}).get("classes", data.classes))
+    if list(data.classes) != names:
+        missing = sorted(set(data.classes) - set(names))
+        if missing:
+            raise DataError(f"evaluate: data {data.name!r} has classes {missing} the model was "
+                            f"not trained on (model classes: {names})")
+        lut = np.array([names.index(c) for c in data.classes])
+        y = lut[data.y]
+    pred, proba = predict(model, data.x, data.mask, batch)
+    if proba.shape[1] != len(names):
+        raise DataError(f"evaluate: the model outputs {proba.shape[1]} classes but names "
+                        f"{len(names)}")
+    report = classification_report(y, pred, names)
+    p_true = proba[np.arange(len(y)), y]
+    report["log_loss"] = float(-np.log(np.clip(p_true, 1e-12, None)).mean())
+    report["pred"], report["proba"] = pred, proba
+    return report

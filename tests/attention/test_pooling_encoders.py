@@ -1,0 +1,334 @@
+"""Pooling heads, encoders and the classifier: masks, hand computations, invariances, shapes,
+gradients, a small overfit, config errors."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+import numpy as np
+import pytest
+import torch
+
+from kairo._errors import ConfigError, DataError
+from kairo.attention._encoders import ENCODERS, ResNet1D, TransformerEncoder
+from kairo.attention._model import ModelConfig, TSClassifier, build_classifier
+from kairo.attention._pooling import (POOLS, AttentionPool, ClsPool, MaxPool, MeanPool,
+                                      MultiHeadAttentionPool, make_pool)
+
+
+def _mask(lengths, t):
+    return torch.arange(t)[None, :] < torch.tensor(lengths)[:, None]               # [B, T]
+
+
+def _pools(d=16):
+    torch.manual_seed(0)
+    return {kind: make_pool(kind, d, n_heads=4, n_queries=2).eval() for kind in POOLS}
+
+
+# ---------------------------------------------------------------------------- pooling heads
+
+@pytest.mark.parametrize("kind", POOLS)
+def test_every_pool_respects_the_mask(kind):
+    pool = _pools()[kind]
+    torch.manual_seed(1)
+    x = torch.randn(3, 7, 16)
+    mask = _mask([7, 4, 1], 7)
+    junk = x.clone()
+    junk[~mask] = 50 * torch.randn(int((~mask).sum()), 16)
+    out = pool(x, mask)
+    assert out.shape == (3, 16)
+    torch.testing.assert_close(pool(junk, mask), out, atol=1e-5, rtol=0)
+    torch.testing.assert_close(pool(x, torch.ones(3, 7, dtype=torch.bool)), pool(x), atol=1e-6,
+                               rtol=0)
+    # a padded sequence pools like the same sequence alone
+    torch.testing.assert_close(pool(x[1:2, :4]), out[1:2], atol=1e-5, rtol=0)
+
+
+def test_mean_and_max_equal_hand_computation():
+    torch.manual_seed(2)
+    x = torch.randn(2, 6, 3)
+    lengths = [6, 2]
+    mask = _mask(lengths, 6)
+    xn = x.numpy()
+    mean = np.stack([xn[i, :n].mean(0) for i, n in enumerate(lengths)])
+    mx = np.stack([xn[i, :n].max(0) for i, n in enumerate(lengths)])
+    np.testing.assert_allclose(MeanPool()(x, mask).numpy(), mean, atol=1e-6)
+    np.testing.assert_allclose(MaxPool()(x, mask).numpy(), mx, atol=1e-6)
+    # a sequence with no valid token pools to zeros, not NaN or −inf
+    none = torch.zeros(2, 6, dtype=torch.bool)
+    assert torch.all(MeanPool()(x, none) == 0) and torch.all(MaxPool()(x, none) == 0)
+
+
+@pytest.mark.parametrize("pool,heads", [(AttentionPool(16), 1),
+                                        (MultiHeadAttentionPool(16, 4, 3), 12)])
+def test_attention_pool_weights(pool, heads):
+    torch.manual_seed(3)
+    x = torch.randn(3, 9, 16)
+    mask = _mask([9, 5, 2], 9)
+    pool(x, mask)
+    w = pool.last_weights
+    assert w.shape == (3, heads, 9)
+    torch.testing.assert_close(w.sum(-1), torch.ones(3, heads))
+    assert torch.all(w.masked_select(~mask[:, None, :].expand_as(w)) == 0)
+    assert torch.all(w[mask[:, None, :].expand_as(w)] > 0)
+
+
+def test_attention_pool_is_an_explicit_weighted_sum():
+    torch.manual_seed(4)
+    pool = AttentionPool(8)
+    x = torch.randn(2, 5, 8)
+    mask = _mask([5, 3], 5)
+    k, v = pool.kv(x).chunk(2, dim=-1)                                              # [B,T,D]
+    s = (k @ pool.query[0]) / np.sqrt(8)
+    w = torch.softmax(s.masked_fill(~mask, float("-inf")), dim=-1)                 # [B,T]
+    expected = pool.out((w[..., None] * v).sum(1))
+    torch.testing.assert_close(pool(x, mask), expected, atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("kind", POOLS)
+def test_pools_are_permutation_invariant(kind):
+    pool = _pools()[kind]
+    torch.manual_seed(5)
+    x = torch.randn(2, 8, 16)
+    perm = torch.randperm(8)
+    torch.testing.assert_close(pool(x[:, perm]), pool(x), atol=1e-5, rtol=0)
+    # with a mask, permuting tokens and mask together changes nothing either
+    mask = _mask([8, 5], 8)
+    torch.testing.assert_close(pool(x[:, perm], mask[:, perm]), pool(x, mask), atol=1e-5,
+                               rtol=0)
+
+
+def test_cls_pool_prepend_and_read():
+    torch.manual_seed(6)
+    pool = ClsPool(8, mix=False)
+    assert pool.block is None
+    x, mask = torch.randn(2, 4, 8), _mask([4, 2], 4)
+    t, m = pool.prepend(x, mask)
+    assert t.shape == (2, 5, 8) and torch.equal(t[:, 1:], x)
+    torch.testing.assert_close(t[:, 0], pool.cls[0].expand(2, 8))
+    assert m.tolist() == [[True] * 5, [True, True, True, False, False]]
+    assert pool.prepend(x)[1] is None
+    torch.testing.assert_close(pool(t, m), t[:, 0])
+    mixing = ClsPool(8, n_heads=2)
+    mixing(x, mask)
+    assert mixing.last_weights.shape == (2, 2, 4)       # the CLS row over the tokens
+    total = mixing.last_weights.sum(-1)                  # the rest is the CLS on itself
+    assert torch.all((total > 0) & (total < 1))
+    assert torch.all(mixing.last_weights[1, :, 2:] == 0)
+
+
+def test_pool_errors():
+    with pytest.raises(ConfigError, match="pool must be one of mean, max, cls, attention, mha"):
+        make_pool("sum", 8)
+    with pytest.raises(ConfigError, match="pool dimension 10 is not divisible by pool n_heads 4"):
+        MultiHeadAttentionPool(10, 4)
+    with pytest.raises(ConfigError, match="n_queries"):
+        MultiHeadAttentionPool(8, 2, 0)
+
+
+# ---------------------------------------------------------------------------- encoders
+
+def test_resnet_shapes_widths_and_stride():
+    torch.manual_seed(7)
+    net = ResNet1D(3, d=8, blocks=3)
+    assert net.d_out == 16
+    assert [b.convs[0].out_channels for b in net.blocks] == [8, 16, 16]    # 64,128,128 × d/64
+    assert [c.kernel_size[0] for c in net.blocks[0].convs] == [8, 5, 3]
+    assert isinstance(net.blocks[2].shortcut, torch.nn.Identity)           # same width
+    tok, m = net(torch.randn(2, 3, 21), _mask([21, 10], 21))
+    assert tok.shape == (2, 21, 16) and m.shape == (2, 21)
+    strided = ResNet1D(1, d=4, blocks=2, stride=2)
+    tok, m = strided(torch.randn(2, 1, 21), _mask([21, 5], 21))
+    assert tok.shape == (2, 6, 8) and strided.steps_per_token == 4
+    # steps 0–4 valid → windows of 2: [0-1] [2-3] [4-5] valid, then [0-2] [3-5] after block 2
+    assert m.tolist() == [[True] * 6, [True, True, False, False, False, False]]
+    assert torch.all(tok[1, 2:] == 0)
+
+
+def _encoders():
+    torch.manual_seed(8)
+    return {
+        "resnet": ResNet1D(2, d=8, blocks=2),
+        "resnet-stride": ResNet1D(2, d=8, blocks=2, stride=2),
+        "step-sin": TransformerEncoder(2, d=16, n_heads=4, layers=2, max_len=64),
+        "step-rope-gqa": TransformerEncoder(2, d=16, n_heads=4, n_kv_heads=2, layers=2,
+                                            positional="rope", max_len=64),
+        "patch-learned-post": TransformerEncoder(2, d=16, n_heads=2, n_kv_heads=1, norm="post",
+                                                 tokens="patch", patch=4, positional="learned",
+                                                 max_len=64),
+        "patch-none": TransformerEncoder(2, d=16, tokens="patch", patch=5, positional="none",
+                                         max_len=64),
+    }
+
+
+@pytest.mark.parametrize("name", list(_encoders()))
+def test_padding_equals_truncation(name):
+    enc = _encoders()[name].eval()
+    torch.manual_seed(9)
+    x = torch.randn(2, 2, 30)
+    mask = _mask([30, 17], 30)
+    junk = x.clone()
+    junk[1, :, 17:] = 100.0
+    tok, m = enc(junk, mask)
+    alone, m_alone = enc(x[1:, :, :17])
+    assert m_alone is None
+    n = alone.shape[1]
+    assert m[1].sum() == n and torch.all(m[0])
+    torch.testing.assert_close(tok[1, :n], alone[0], atol=1e-4, rtol=0)
+    torch.testing.assert_close(enc(x, mask)[0][m], tok[m], atol=1e-4, rtol=0)
+
+
+def test_transformer_tokens_weights_and_prefix():
+    torch.manual_seed(10)
+    enc = TransformerEncoder(3, d=16, n_heads=4, layers=3, tokens="patch", patch=4, max_len=40)
+    x = torch.randn(2, 3, 18)                       # 18 steps → 5 patches (last one padded)
+    tok, m = enc(x, _mask([18, 9], 18), need_weights=True)
+    assert tok.shape == (2, 5, 16) and enc.steps_per_token == 4
+    assert m.tolist() == [[True] * 5, [True, True, True, False, False]]   # step 8 in patch 2
+    assert len(enc.last_weights) == 3 and enc.last_weights[0].shape == (2, 4, 5, 5)
+    enc(x)
+    assert enc.last_weights is None
+    cls = ClsPool(16, mix=False)
+    tok, m = enc(x, _mask([18, 9], 18), prefix=cls.prepend, need_weights=True)
+    assert tok.shape == (2, 6, 16) and m[:, 0].all()
+    assert enc.last_weights[-1].shape == (2, 4, 6, 6)
+
+
+def test_transformer_uses_positions_unless_none():
+    torch.manual_seed(11)
+    x = torch.randn(1, 1, 12)
+    perm = torch.randperm(12)
+    for positional, invariant in (("sinusoidal", False), ("rope", False), ("none", True)):
+        enc = TransformerEncoder(1, d=8, n_heads=2, positional=positional, max_len=12).eval()
+        a = enc(x)[0].mean(1)
+        b = enc(x[..., perm])[0].mean(1)
+        assert torch.allclose(a, b, atol=1e-5) == invariant, positional
+
+
+def test_encoder_errors():
+    enc = TransformerEncoder(2, d=8, n_heads=2, max_len=10)
+    with pytest.raises(ConfigError, match="max_len=10"):
+        enc(torch.randn(1, 2, 11))
+    with pytest.raises(DataError, match="series have 3 channels, the encoder was built for 2"):
+        enc(torch.randn(1, 3, 5))
+    with pytest.raises(DataError, match=r"float tensor \[B, C, T\]"):
+        enc(torch.randn(2, 5))
+    with pytest.raises(DataError, match=r"mask must have shape \[B, T\] = \[1, 5\]"):
+        enc(torch.randn(1, 2, 5), torch.ones(1, 4, dtype=torch.bool))
+    with pytest.raises(ConfigError, match="tokens must be one of step, patch"):
+        TransformerEncoder(2, tokens="frame")
+    with pytest.raises(ConfigError, match="norm must be one of pre, post"):
+        TransformerEncoder(2, norm="sandwich")
+    with pytest.raises(ConfigError, match="kernel_sizes"):
+        ResNet1D(2, kernel_sizes=())
+
+
+# ---------------------------------------------------------------------------- classifier
+
+def _batch(c=2, t=24, lengths=(24, 13, 6), seed=12):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(len(lengths), c, t, generator=g), _mask(list(lengths), t)
+
+
+@pytest.mark.parametrize("encoder,pool", list(itertools.product(ENCODERS, POOLS)))
+def test_every_encoder_and_pool(encoder, pool):
+    torch.manual_seed(13)
+    cfg = ModelConfig(encoder=encoder, pool=pool, d_model=16, n_heads=4, layers=2, dropout=0.1,
+                      pool_heads=2, pool_queries=2)
+    model = build_classifier(cfg, n_channels=2, n_classes=3, max_len=32)
+    x, mask = _batch()
+    model.train()
+    logits = model(x, mask)
+    assert logits.shape == (3, 3)
+    loss = torch.nn.functional.cross_entropy(logits, torch.tensor([0, 1, 2]))
+    loss.backward()
+    for name, p in model.named_parameters():                  # every parameter is used
+        assert p.grad is not None and torch.isfinite(p.grad).all(), name
+    model.eval()
+    junk = x.clone()
+    junk[~mask[:, None, :].expand_as(x)] = 1e3
+    torch.testing.assert_close(model(junk, mask), model(x, mask), atol=1e-4, rtol=0)
+    maps = model.attention_maps(x, mask)
+    if pool in ("mean", "max"):
+        assert maps["pool"] is None
+    else:
+        w = maps["pool"]
+        assert w.shape[0] == 3 and w.shape[2] == 24
+        total = w.sum(-1)
+        if pool == "cls":                                     # the rest is the CLS on itself
+            assert torch.all((total > 0) & (total < 1))
+        else:
+            torch.testing.assert_close(total, torch.ones(w.shape[:2]), atol=1e-5, rtol=0)
+        assert torch.all(w.masked_select(~maps["mask"][:, None, :].expand_as(w)) == 0)
+    if encoder == "resnet":
+        assert maps["self"] is None
+    else:
+        extra = maps["n_prefix"]
+        assert extra == (pool == "cls")
+        assert [m.shape for m in maps["self"]] == [(3, 4, 24 + extra, 24 + extra)] * 2
+
+
+@pytest.mark.parametrize("kw", [dict(tokens="patch", patch=5, positional="rope", n_kv_heads=1),
+                                dict(norm="post", positional="learned", n_kv_heads=2),
+                                dict(pool="cls", tokens="patch", patch=4, positional="none")])
+def test_transformer_variants_mask_invariance(kw):
+    torch.manual_seed(14)
+    cfg = ModelConfig(**{"d_model": 16, "n_heads": 4, "layers": 1, **kw})
+    model = build_classifier(cfg, 2, 2, max_len=30).eval()
+    x, mask = _batch()
+    junk = x.clone()
+    junk[~mask[:, None, :].expand_as(x)] = -7.0
+    torch.testing.assert_close(model(junk, mask), model(x, mask), atol=1e-4, rtol=0)
+    torch.testing.assert_close(model(x[2:, :, :6]), model(x, mask)[2:], atol=1e-4, rtol=0)
+
+
+def test_tiny_model_overfits_16_samples():
+    torch.manual_seed(15)
+    t = torch.linspace(0, 1, 32)
+    y = torch.arange(16) % 2
+    x = torch.sin(2 * torch.pi * (1 + 2 * y[:, None]) * t + torch.rand(16, 1) * 6.28)
+    x = (x + 0.3 * torch.randn(16, 32))[:, None, :]                    # [16, 1, 32]
+    lengths = torch.randint(20, 33, (16,))
+    mask = torch.arange(32)[None, :] < lengths[:, None]
+    cfg = ModelConfig(d_model=16, n_heads=2, layers=1, dropout=0.0, pool="attention")
+    model = build_classifier(cfg, 1, 2, max_len=32)
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    for step in range(300):
+        loss = torch.nn.functional.cross_entropy(model(x, mask), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if step % 25 == 0 and (model(x, mask).argmax(1) == y).all():
+            break
+    model.eval()
+    assert (model(x, mask).argmax(1) == y).all()
+
+
+def test_arch_and_config_errors():
+    cfg = ModelConfig(encoder="resnet", pool="max", d_model=8)
+    model = build_classifier(cfg, 3, 4, 50)
+    assert isinstance(model, TSClassifier)
+    assert model.arch == {**dataclasses.asdict(cfg), "n_channels": 3, "n_classes": 4,
+                          "max_len": 50}
+    bad = [({"encoder": "lstm"}, "field 'encoder' must be one of resnet, transformer"),
+           ({"pool": "sum"}, "field 'pool' must be one of mean, max, cls, attention, mha"),
+           ({"norm": "mid"}, "field 'norm' must be one of pre, post"),
+           ({"tokens": "word"}, "field 'tokens' must be one of step, patch"),
+           ({"positional": "alibi"}, "field 'positional' must be one of sinusoidal, learned"),
+           ({"d_model": 30}, "d_model 30 is not divisible by n_heads 4"),
+           ({"n_kv_heads": 3}, r"field 'n_kv_heads' \(3\) must divide n_heads \(4\)"),
+           ({"n_kv_heads": -1}, "field 'n_kv_heads' must be an integer ≥ 0"),
+           ({"layers": 0}, "field 'layers' must be an integer ≥ 1"),
+           ({"dropout": 1.0}, r"field 'dropout' must be in \[0, 1\)"),
+           ({"pool": "mha", "pool_heads": 3}, r"'pool_heads' \(3\) must divide d_model \(64\)"),
+           ({"positional": "rope", "d_model": 12, "n_heads": 4}, "rope needs an even head size")]
+    for kw, match in bad:
+        with pytest.raises(ConfigError, match=match):
+            ModelConfig(**kw)
+    with pytest.raises(ConfigError, match="n_classes must be an integer ≥ 2"):
+        build_classifier(ModelConfig(), 1, 1, 10)
+    with pytest.raises(ConfigError, match="cfg must be a ModelConfig"):
+        build_classifier({"encoder": "resnet"}, 1, 2, 10)
+    with pytest.raises(DataError, match="series have 2 channels"):
+        model(torch.randn(1, 2, 10))

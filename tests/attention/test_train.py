@@ -1,0 +1,310 @@
+"""kairo.attention trainer: config checks, schedules, reproducible and resumable fits, early
+stopping, saved classifiers, prediction and evaluation."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+import kairo.attention._train as T
+from kairo._config import build_config
+from kairo._errors import ConfigError, DataError, DataNotFoundError, KairoError
+from kairo.attention._data import from_arrays, load_dataset, stratified_split, znormalize
+from kairo.attention._model import ModelConfig
+from kairo.attention._train import (TrainConfig, evaluate, fit, load_classifier, predict,
+                                    save_classifier)
+
+# a tiny Transformer (with dropout, so the random streams matter) and a tiny ResNet
+TINY = ModelConfig(d_model=16, n_heads=2, layers=1, pool="mean", tokens="patch", patch=10,
+                   dropout=0.2)
+RESNET = ModelConfig(encoder="resnet", d_model=8, layers=1, pool="mean")
+QUIET = dict(log=lambda msg: None, progress_bar=False)
+
+
+@pytest.fixture(scope="module")
+def gunpoint():
+    return load_dataset("GunPoint"), load_dataset("GunPoint", "test")
+
+
+def _weights(model) -> dict:
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def _same_weights(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+# ---------------------------------------------------------------------------- config
+@pytest.mark.parametrize("field, value", [
+    ("epochs", 0), ("batch", 0), ("lr", 0.0), ("lr", float("nan")), ("weight_decay", -1.0),
+    ("schedule", "linear"), ("warmup", 1.0), ("val_fraction", 1.0), ("patience", -1),
+    ("seed", -1), ("znorm", "yes"), ("label_smoothing", 1.0), ("max_grad_norm", -0.5),
+    ("checkpoint_every", 0), ("threads", -2), ("device", "tpu"), ("epochs", True)])
+def test_bad_train_config_names_the_field(field, value):
+    with pytest.raises(ConfigError, match=f"train field '{field}'"):
+        TrainConfig(**{field: value})
+
+
+def test_train_config_defaults_and_build_config():
+    cfg = TrainConfig()
+    assert (cfg.epochs, cfg.batch, cfg.lr, cfg.weight_decay, cfg.schedule, cfg.val_fraction,
+            cfg.patience, cfg.seed, cfg.znorm, cfg.label_smoothing, cfg.max_grad_norm,
+            cfg.threads) == (200, 32, 1e-3, 1e-2, "cosine", 0.2, 30, 0, True, 0.0, 1.0, 0)
+    cfg = build_config(TrainConfig, {"epochs": "7", "schedule": "onecycle"}, {"lr": "0.01"})
+    assert (cfg.epochs, cfg.schedule, cfg.lr) == (7, "onecycle", 0.01)
+    with pytest.raises(ConfigError, match="warmup' must be > 0 for the onecycle"):
+        TrainConfig(schedule="onecycle", warmup=0.0)
+
+
+def test_batches_cover_everything_without_a_batch_of_one():
+    for n, b in [(40, 32), (33, 32), (65, 32), (5, 8), (1, 4), (64, 32)]:
+        parts = T._batches(n, b)
+        assert parts[0][0] == 0 and parts[-1][1] == n
+        assert all(e0 == s1 for (_, e0), (s1, _) in zip(parts, parts[1:]))
+        assert n == 1 or min(e - s for s, e in parts) > 1
+    assert T._batches(33, 32) == [(0, 33)]
+
+
+@pytest.mark.parametrize("schedule", ["cosine", "onecycle", "constant"])
+def test_schedules(schedule):
+    cfg = TrainConfig(schedule=schedule, lr=0.1, warmup=0.2)
+    opt = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], lr=cfg.lr)
+    sched = T._scheduler(opt, cfg, 50)
+    lrs = []
+    for _ in range(50):
+        lrs.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    lrs = np.array(lrs)
+    if schedule == "constant":
+        np.testing.assert_allclose(lrs, 0.1)
+        return
+    peak = int(lrs.argmax())
+    assert lrs.max() == pytest.approx(0.1, rel=1e-6)
+    assert 8 <= peak <= 10                                # after ~20 % of the 50 steps
+    assert (np.diff(lrs[:peak + 1]) > 0).all() and (np.diff(lrs[peak:]) <= 1e-12).all()
+    assert lrs[-1] < 0.01
+
+
+# ---------------------------------------------------------------------------- fitting
+def test_fit_is_reproducible_and_keeps_the_best_weights(gunpoint):
+    tr, _ = gunpoint
+    cfg = TrainConfig(epochs=4, batch=16, lr=3e-3, threads=1)
+    rng_before, threads_before = torch.get_rng_state(), torch.get_num_threads()
+    a = fit(TINY, cfg, tr, **QUIET)
+    assert torch.equal(torch.get_rng_state(), rng_before)        # the caller's stream is kept
+    assert torch.get_num_threads() == threads_before
+    b = fit(TINY, cfg, tr, **QUIET)
+    assert a["history"] == b["history"]
+    assert _same_weights(_weights(a["model"]), _weights(b["model"]))
+    h = a["history"]
+    assert [e["epoch"] for e in h] == [1, 2, 3, 4]
+    assert set(h[0]) == {"epoch", "train_loss", "val_loss", "val_acc", "lr"}
+    losses = [e["val_loss"] for e in h]
+    assert a["best_epoch"] == int(np.argmin(losses)) + 1
+    assert a["seconds"] > 0 and a["samples_per_s"] > 0
+    # the returned weights are the best epoch's: recompute its validation loss
+    _, va = stratified_split(tr.y, cfg.val_fraction, cfg.seed)
+    _, proba = predict(a["model"], tr.x[va])
+    val_loss = -np.log(proba[np.arange(len(va)), tr.y[va]]).mean()
+    assert val_loss == pytest.approx(losses[a["best_epoch"] - 1], rel=1e-4)
+    assert a["model"].fit_meta["classes"] == ["1", "2"] and a["model"].fit_meta["znorm"]
+    c = fit(TINY, dataclasses.replace(cfg, seed=1), tr, **QUIET)
+    assert c["history"] != a["history"]
+
+
+def test_fit_learns_gunpoint(gunpoint):
+    tr, te = gunpoint
+    cfg = TrainConfig(epochs=30, batch=8, lr=3e-3, patience=0, threads=1)
+    r = fit(RESNET, cfg, tr, **QUIET)
+    assert r["history"][-1]["train_loss"] < 0.8 * r["history"][0]["train_loss"]
+    rep = evaluate(r["model"], te)
+    assert rep["accuracy"] > 0.7                               # chance is 0.5
+    assert rep["accuracy"] == pytest.approx(float((rep["pred"] == te.y).mean()))
+    assert rep["confusion"].sum() == len(te) and 0 < rep["log_loss"] < 1
+
+
+def test_early_stopping_returns_the_best_epoch(gunpoint, monkeypatch):
+    tr, _ = gunpoint
+    real = T._validate
+    calls = []
+
+    def worse_each_epoch(model, x, y, mask, batch=256):   # real accuracy, rising loss
+        calls.append(1)
+        return 1.0 + len(calls), real(model, x, y, mask, batch)[1]
+
+    monkeypatch.setattr(T, "_validate", worse_each_epoch)
+    logs = []
+    cfg = TrainConfig(epochs=20, batch=16, schedule="constant", warmup=0.0, patience=3,
+                      threads=1)
+    r = fit(TINY, cfg, tr, log=logs.append, progress_bar=False)
+    assert r["stopped_early"] and r["best_epoch"] == 1 and len(r["history"]) == 4
+    assert any("early stop at epoch 4" in m for m in logs)
+    # best = the weights after epoch 1: a constant-lr run of one epoch has them
+    one = fit(TINY, dataclasses.replace(cfg, epochs=1), tr, **QUIET)
+    assert _same_weights(_weights(r["model"]), _weights(one["model"]))
+
+
+def test_resume_after_a_kill_gives_the_uninterrupted_result(gunpoint, monkeypatch, tmp_path):
+    tr, _ = gunpoint
+    cfg = TrainConfig(epochs=5, batch=16, lr=3e-3, checkpoint_every=2, threads=1)
+    full = fit(TINY, cfg, tr, checkpoint=tmp_path / "full.pt", **QUIET)
+
+    real, calls = T._train_epoch, []
+
+    def dies_in_epoch_4(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 4:
+            raise KeyboardInterrupt                      # the process is killed mid-epoch
+        return real(*args, **kwargs)
+
+    ckpt = tmp_path / "run.pt"
+    monkeypatch.setattr(T, "_train_epoch", dies_in_epoch_4)
+    with pytest.raises(KeyboardInterrupt):
+        fit(TINY, cfg, tr, checkpoint=ckpt, **QUIET)
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp left
+    monkeypatch.setattr(T, "_train_epoch", real)
+    logs = []
+    again = fit(TINY, cfg, tr, checkpoint=ckpt, log=logs.append, progress_bar=False)
+    assert again["resumed_from"] == 2 and "resumed from" in logs[0]
+    assert again["history"] == full["history"]
+    assert again["best_epoch"] == full["best_epoch"]
+    assert _same_weights(_weights(again["model"]), _weights(full["model"]))
+    # a finished run is returned as it was, without training
+    done = fit(TINY, cfg, tr, checkpoint=ckpt, **QUIET)
+    assert done["resumed_from"] == 5 and done["history"] == full["history"]
+    assert _same_weights(_weights(done["model"]), _weights(full["model"]))
+
+
+def test_resume_refuses_another_run(gunpoint, tmp_path):
+    tr, _ = gunpoint
+    ckpt = tmp_path / "run.pt"
+    cfg = TrainConfig(epochs=1, batch=16, threads=1)
+    fit(TINY, cfg, tr, checkpoint=ckpt, **QUIET)
+    with pytest.raises(DataError, match=r"belongs to another run.*'lr': \(0\.001, 0\.01\)"):
+        fit(TINY, dataclasses.replace(cfg, lr=0.01), tr, checkpoint=ckpt, **QUIET)
+    with pytest.raises(DataError, match=r"architecture \{'d_model'"):
+        fit(dataclasses.replace(TINY, d_model=32), cfg, tr, checkpoint=ckpt, **QUIET)
+    with pytest.raises(DataError, match=r"data \{'digest'"):
+        fit(TINY, cfg, tr.subset(np.arange(48)), checkpoint=ckpt, **QUIET)
+    ckpt.write_bytes(ckpt.read_bytes()[:200])
+    with pytest.raises(DataError, match=r"run\.pt: cannot be read safely"):
+        fit(TINY, cfg, tr, checkpoint=ckpt, **QUIET)
+
+
+def test_variable_length_data_and_no_validation_set():
+    rng = np.random.default_rng(0)
+    series = [rng.normal(size=(2, n)) + (i % 2) for i, n in enumerate(rng.integers(8, 20, 24))]
+    data = from_arrays(series, np.arange(24) % 2, pad=True, name="toy")
+    cfg = TrainConfig(epochs=3, batch=8, val_fraction=0.0, threads=1)
+    r = fit(TINY, cfg, data, **QUIET)
+    assert r["best_epoch"] == 3 and all(e["val_loss"] is None for e in r["history"])
+    pred, proba = predict(r["model"], data.x, data.mask)
+    assert pred.shape == (24,) and proba.shape == (24, 2)
+
+
+def test_bad_fit_arguments(gunpoint):
+    tr, _ = gunpoint
+    with pytest.raises(ConfigError, match="train_cfg must be a TrainConfig"):
+        fit(TINY, {"epochs": 1}, tr, **QUIET)
+    with pytest.raises(KairoError, match="data must be a TSData"):
+        fit(TINY, TrainConfig(epochs=1), (tr.x, tr.y), **QUIET)
+
+
+# ---------------------------------------------------------------------------- saved models
+@pytest.fixture(scope="module")
+def trained(gunpoint):
+    tr, _ = gunpoint
+    return fit(TINY, TrainConfig(epochs=2, batch=16, threads=1), tr, **QUIET)
+
+
+def test_save_load_round_trip(trained, gunpoint, tmp_path):
+    _, te = gunpoint
+    path = tmp_path / "model.pt"
+    save_classifier(path, trained["model"], TINY, {"note": "hello"})
+    model, meta = load_classifier(path, expect_arch=trained["model"].arch)
+    assert meta["note"] == "hello" and meta["classes"] == ["1", "2"] and meta["znorm"] is True
+    assert meta["model_config"]["d_model"] == 16
+    p1, q1 = predict(trained["model"], te.x)
+    p2, q2 = predict(model, te.x)
+    np.testing.assert_array_equal(p1, p2)
+    np.testing.assert_allclose(q1, q2, rtol=1e-6)
+    assert not model.training
+
+
+def test_load_rejects_bad_files(trained, tmp_path):
+    path = tmp_path / "model.pt"
+    save_classifier(path, trained["model"], TINY)
+    other = dict(trained["model"].arch, d_model=32, n_heads=4)
+    with pytest.raises(DataError, match=r"different architecture .*'d_model': \(16, 32\).*"
+                                        r"'n_heads': \(2, 4\)"):
+        load_classifier(path, expect_arch=other)
+    cut = tmp_path / "cut.pt"
+    cut.write_bytes(path.read_bytes()[:-100])
+    with pytest.raises(DataError, match=r"cut\.pt: cannot be read safely"):
+        load_classifier(cut)
+    junk = tmp_path / "junk.pt"
+    torch.save({"format": "something else"}, junk)
+    with pytest.raises(DataError, match=r"junk\.pt: not a kairo\.attention\.classifier file"):
+        load_classifier(junk)
+    with pytest.raises(DataNotFoundError, match="does not exist"):
+        load_classifier(tmp_path / "absent.pt")
+    with pytest.raises(KairoError, match="model_cfg does not describe this model"):
+        save_classifier(tmp_path / "x.pt", trained["model"], dataclasses.replace(TINY, layers=2))
+    with pytest.raises(KairoError, match="meta must hold only JSON values"):
+        save_classifier(tmp_path / "x.pt", trained["model"], TINY, {"bad": object()})
+
+
+# ---------------------------------------------------------------------------- prediction
+def test_predict_applies_znorm_and_validates(trained, gunpoint):
+    _, te = gunpoint
+    model = trained["model"]
+    pred, proba = predict(model, te.x[:20, 0])                 # [n, T] for one channel
+    np.testing.assert_allclose(proba.sum(1), 1, rtol=1e-5)
+    assert pred.dtype == np.int64 and proba.dtype == np.float32
+    np.testing.assert_array_equal(pred, proba.argmax(1))
+    # z-normalized inputs: an affine change of every series changes nothing
+    _, shifted = predict(model, 3.0 * te.x[:20] + 7.0)
+    np.testing.assert_allclose(shifted, proba, atol=1e-4)
+    assert model.training is False
+    with pytest.raises(DataError, match="x has 2 channels, the model was trained on 1"):
+        predict(model, np.zeros((3, 2, 150)))
+    with pytest.raises(DataError, match="151 steps, more than the model's max_len 150"):
+        predict(model, np.zeros((3, 1, 151)))
+    bad = te.x[:4].copy()
+    bad[2, 0, 7] = np.nan
+    with pytest.raises(DataError, match="predict: x contains 1 NaN value in series 2"):
+        predict(model, bad)
+    with pytest.raises(DataError, match="mask must be a bool array of shape"):
+        predict(model, te.x[:4], mask=np.ones((4, 10), bool))
+    with pytest.raises(DataError, match=r"got shape \(150,\)"):
+        predict(model, te.x[0, 0])
+
+
+def test_evaluate_matches_classes_by_name(trained, gunpoint):
+    _, te = gunpoint
+    model = trained["model"]
+    rep = evaluate(model, te)
+    flipped = from_arrays(te.x, [te.classes[i] for i in te.y], classes=("2", "1"))
+    rep2 = evaluate(model, flipped)
+    assert rep2["accuracy"] == pytest.approx(rep["accuracy"])
+    np.testing.assert_array_equal(rep2["confusion"], rep["confusion"])
+    alien = from_arrays(te.x[:4], ["1", "2", "3", "1"])
+    with pytest.raises(DataError, match=r"classes \['3'\] the model was not trained on"):
+        evaluate(model, alien)
+
+
+def test_znorm_setting_is_what_predict_uses(gunpoint):
+    tr, te = gunpoint
+    r = fit(RESNET, TrainConfig(epochs=1, batch=16, znorm=False, threads=1), tr, **QUIET)
+    assert r["model"].fit_meta["znorm"] is False
+    _, raw = predict(r["model"], te.x[:10])
+    r["model"].fit_meta["znorm"] = True
+    _, normed = predict(r["model"], te.x[:10])
+    r["model"].fit_meta["znorm"] = False
+    _, manual = predict(r["model"], znormalize(te.x[:10]))
+    np.testing.assert_allclose(normed, manual, rtol=1e-5)
+    assert not np.allclose(raw, normed)

@@ -1,0 +1,155 @@
+"""``kairo tsc …`` through the command line: train → evaluate → predict → maps, the pooling
+comparison and the benchmark on tiny budgets, and the errors bad input gets."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from kairo.cli import main
+
+FAST = ["--epochs", "4", "--d-model", "16", "--n-heads", "2", "--layers", "1",
+        "--patience", "0", "--threads", "1"]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    out = tmp_path_factory.mktemp("tsc") / "train"
+    rc = main(["tsc", "train", "--dataset", "ItalyPowerDemand", "--encoder", "transformer",
+               "--pool", "attention", *FAST, "--out", str(out)])
+    assert rc == 0
+    return out
+
+
+def test_train_writes_model_metrics_and_figures(trained):
+    m = json.loads((trained / "metrics.json").read_text())
+    assert m["n_samples"] == 1029 and m["split"] == "test"          # ItalyPowerDemand test
+    cm = np.array(m["confusion"])
+    assert cm.shape == (2, 2) and cm.sum() == 1029
+    assert abs(m["accuracy"] - np.trace(cm) / cm.sum()) < 1e-12
+    for f in ("model.pt", "history.csv", "per_class.csv", "confusion.csv", "confusion.png",
+              "curves.png", "summary.json", "config.yaml", "run.json"):
+        assert (trained / f).is_file(), f
+    assert len(pd.read_csv(trained / "history.csv")) == 4
+    assert not trained.with_name("train.checkpoint.pt").exists()
+
+
+def test_evaluate_reproduces_the_training_run_metrics(trained, tmp_path):
+    out = tmp_path / "eval"
+    assert main(["tsc", "evaluate", "--model", str(trained / "model.pt"), "--dataset",
+                 "ItalyPowerDemand", "--out", str(out)]) == 0
+    a = json.loads((trained / "metrics.json").read_text())
+    b = json.loads((out / "metrics.json").read_text())
+    assert a["accuracy"] == b["accuracy"] and a["confusion"] == b["confusion"]
+
+
+def test_predict_csv_matches_evaluate(trained, tmp_path):
+    from kairo.attention import load_classifier, load_dataset, predict
+
+    test = load_dataset("ItalyPowerDemand", "test")
+    np.savez(tmp_path / "x.npz", x=test.x[:20])
+    out = tmp_path / "pred.csv"
+    assert main(["tsc", "predict", "--model", str(trained / "model.pt"), "--input",
+                 str(tmp_path / "x.npz"), "--output", str(out)]) == 0
+    df = pd.read_csv(out)
+    assert len(df) == 20
+    probs = df.filter(like="p_").to_numpy()
+    np.testing.assert_allclose(probs.sum(1), 1, atol=1e-5)
+    model, _ = load_classifier(trained / "model.pt")
+    pred, _ = predict(model, test.x[:20])
+    assert [str(v) for v in df.predicted] == [test.classes[i] for i in pred]
+
+
+def test_maps_and_encodings_figures(trained, tmp_path):
+    out = tmp_path / "maps"
+    assert main(["tsc", "maps", "--model", str(trained / "model.pt"), "--dataset",
+                 "ItalyPowerDemand", "--samples", "0,3", "--out", str(out)]) == 0
+    assert (out / "attention_0.png").is_file() and (out / "attention_3.png").is_file()
+    out = tmp_path / "enc"
+    assert main(["tsc", "encodings", "--d", "32", "--positions", "64", "--out", str(out)]) == 0
+    e = json.loads((out / "encodings.json").read_text())
+    assert e["max_offset_rotation_error"] < 1e-5
+
+
+def test_compare_pooling_and_benchmark_reuse(tmp_path):
+    out = tmp_path / "cmp"
+    assert main(["tsc", "compare-pooling", "--datasets", "ItalyPowerDemand", "--encoders",
+                 "resnet", "--pools", "mean,max,attention", "--seeds", "2", "--workers", "1",
+                 "--epochs", "2", "--d-model", "8", "--layers", "1", "--patience", "0",
+                 "--out", str(out)]) == 0
+    runs = pd.read_csv(out / "runs.csv")
+    assert len(runs) == 6 and set(runs["pool"]) == {"mean", "max", "attention"}
+    assert runs.test_accuracy.between(0, 1).all()
+    tests = pd.read_csv(out / "tests.csv")
+    assert set(tests["pool"]) == {"max", "attention"} and (tests.pairs == 2).all()
+    assert (tests.wins + tests.ties + tests.losses == 2).all()
+    assert (out / "pooling.png").is_file()
+    bench = tmp_path / "bench"
+    assert main(["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--reuse",
+                 str(out / "runs.csv"), "--out", str(bench)]) == 0
+    table = pd.read_csv(bench / "benchmark.csv")
+    row = table.iloc[0]
+    assert row.dataset == "ItalyPowerDemand" and row["pool"] in {"mean", "max", "attention"}
+    assert 0.9 < row["HC2"] < 1                       # published, from the aeon wheel
+
+
+def test_pooling_tests_known_values():
+    from kairo.attention._compare import pooling_tests
+
+    rows = []
+    for ds in ("a", "b"):
+        for seed in range(4):
+            rows.append({"dataset": ds, "seed": seed, "encoder": "resnet", "pool": "mean",
+                         "test_accuracy": 0.5})
+            rows.append({"dataset": ds, "seed": seed, "encoder": "resnet", "pool": "mha",
+                         "test_accuracy": 0.5 + 0.01 * (seed + 1)})
+    t = pooling_tests(pd.DataFrame(rows))
+    r = t.iloc[0]
+    assert (r.pool, r.pairs, r.wins, r.ties, r.losses) == ("mha", 8, 8, 0, 0)
+    assert abs(r.mean_diff - 0.025) < 1e-12
+    assert r.wilcoxon_p < 0.01                          # 8 of 8 positive differences
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["tsc", "train", "--dataset", "NoSuchSet"], "available offline: ACSF1"),
+    (["tsc", "train", "--d-model", "30", "--n-heads", "4"], "not divisible"),
+    (["tsc", "train", "--n-heads", "4", "--n-kv-heads", "3"], "must divide"),
+    (["tsc", "train", "--pool", "median"], "one of mean, max"),
+    (["tsc", "encodings", "--d", "7"], "even"),
+    (["tsc", "train", "--train-file", "x.npz"], "--test-file"),
+    (["tsc", "compare-pooling", "--pools", "mean,median"], "subset of"),
+    (["tsc", "evaluate", "--model", "/no/such/model.pt"], "model.pt"),
+])
+def test_bad_input_gets_a_clear_error(argv, fragment, tmp_path, capsys):
+    assert main([*argv, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "kairo: error:" in err and fragment in err, err
+    assert not (tmp_path / "o").exists()
+
+
+def test_bad_user_files(trained, tmp_path, capsys):
+    x = np.random.default_rng(0).normal(size=(10, 1, 24)).astype(np.float32)
+    x[3, 0, 5] = np.nan
+    np.savez(tmp_path / "nan.npz", x=x, y=np.zeros(10, dtype=np.int64))
+    np.savez(tmp_path / "long.npz", x=np.nan_to_num(np.concatenate([x, x], 2)), y=np.zeros(10, dtype=np.int64))
+    np.savez(tmp_path / "labels.npz", x=np.nan_to_num(x), y=np.zeros(7, dtype=np.int64))
+    (tmp_path / "corrupt.pt").write_bytes((trained / "model.pt").read_bytes()[:500])
+    model = str(trained / "model.pt")
+    cases = [
+        (["tsc", "predict", "--model", model, "--input", str(tmp_path / "nan.npz"), "--output",
+          str(tmp_path / "p.csv")], "NaN"),
+        (["tsc", "predict", "--model", model, "--input", str(tmp_path / "long.npz"),
+          "--output", str(tmp_path / "p.csv")], "24"),
+        (["tsc", "train", "--train-file", str(tmp_path / "labels.npz"), "--test-file",
+          str(tmp_path / "labels.npz"), "--out", str(tmp_path / "o")], "label"),
+        (["tsc", "predict", "--model", str(tmp_path / "corrupt.pt"), "--input",
+          str(tmp_path / "long.npz"), "--output", str(tmp_path / "p.csv")], "corrupt.pt"),
+    ]
+    for argv, fragment in cases:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert fragment in err, (argv, err)
+    assert not (tmp_path / "p.csv").exists() and not (tmp_path / "o").exists()
