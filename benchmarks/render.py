@@ -1,6 +1,7 @@
 """Print the Markdown tables of docs/benchmarks.md from benchmarks/results/*.json.
 
 Usage: python benchmarks/render.py [benchmarks/results/reservoir_speed.json]
+       python benchmarks/render.py benchmarks/results/attention_speed.json
 """
 
 from __future__ import annotations
@@ -10,8 +11,54 @@ import sys
 from pathlib import Path
 
 
+def attention(d: dict) -> None:
+    """Tables for attention_speed.json: models, kairo/peer ratios, equal-budget accuracy."""
+    m = d["machine"]
+    print(f"Run: `{d['command']}` on {d['date']}, {m.get('cpu_model')}, {m['cpu_count']} CPUs, "
+          f"{d['config']['threads']} torch threads, torch {m['torch']} (tsai: "
+          f"{d['tsai'].get('torch', '—')}, tsai {d['tsai'].get('versions', {}).get('tsai', '—')})"
+          f"; load average {d['loadavg_start']} → {d['loadavg_end']}.\n")
+    eq = d["equivalence"]
+    diffs = {k: v for k, v in eq.items() if isinstance(v, float)}
+    print(f"Same computation: torch `TransformerEncoderLayer` weights copied into kairo's "
+          f"`TransformerBlock` agree to max |Δ| {max(diffs.values()):.1e} "
+          f"(post-LN and pre-LN, with and without a padding mask).\n")
+    p = d.get("thread_probe_start")
+    if p:
+        print(f"Thread probe (small model, ms/step): 1 thread {p['ms_per_step_1_thread']}, "
+              f"2 threads {p['ms_per_step_2_threads']} at the start; "
+              f"{d['thread_probe_end']['two_over_one']}× at the end.\n")
+    print(f"{d['config']['input']}; {d['config']['rate']}.\n")
+    print("| model | parameters | train samples/s (median) | inference samples/s (median) |")
+    print("|---|---|---|---|")
+    for name, v in d["models"].items():
+        t, i = v["train"], v["infer"]
+        print(f"| {name} | {v['params']:,} | {t['samples_per_s_best']:,.1f} "
+              f"({t['samples_per_s_median']:,.1f}) | {i['samples_per_s_best']:,.1f} "
+              f"({i['samples_per_s_median']:,.1f}) |")
+    if d["tsai"]["status"] != "ok":
+        print(f"\n{d['tsai']['status']}")
+    print("\n| kairo / peer | train | inference |\n|---|---|---|")
+    for name, r in d["ratios"].items():
+        print(f"| {r['kairo']} / {r['peer']} | {r['train']} | {r['infer']} |")
+    acc = d.get("accuracy")
+    if acc:
+        s = d["accuracy_setup"]
+        names = list(dict.fromkeys(k for per in acc.values() for k in per))
+        print(f"\nTest accuracy, same loop and budget for every model ({s['optimizer']}; "
+              f"batch {s['batch']}; epochs {s['epochs']}; seeds {s['seeds']}):\n")
+        print("| model | " + " | ".join(acc) + " |")
+        print("|---|" + "---|" * len(acc))
+        for name in names:
+            cells = [f"{acc[ds][name]['mean_accuracy']:.3f} ± {acc[ds][name]['std_accuracy']:.3f}"
+                     if name in acc[ds] else "—" for ds in acc]
+            print(f"| {name} | " + " | ".join(cells) + " |")
+
+
 def main(path: str = "benchmarks/results/reservoir_speed.json") -> None:
     d = json.loads(Path(path).read_text())
+    if Path(path).name.startswith("attention_speed"):
+        return attention(d)
     sec = d["sections"]
     print(f"Run: `{d['command']}` on {d['date']}, {d['machine']['cpu_count']} CPUs, "
           f"versions {json.dumps(d['versions'])}.\n")

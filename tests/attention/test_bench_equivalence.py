@@ -1,0 +1,98 @@
+"""benchmarks/attention_speed.py's same-computation check: a torch.nn.TransformerEncoderLayer's
+weights copied into kairo's TransformerBlock give the same outputs (post-LN and pre-LN, with and
+without a key-padding mask) and the same gradients; swapping k and v breaks the agreement."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import torch
+
+from kairo._errors import ConfigError
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "attention_speed.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("attention_speed", BENCH)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    # tiny layers: one thread avoids OpenMP barrier stalls when other jobs hold the cores
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _inputs(b=3, t=20, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(b, t, 64, generator=g)                                          # [B,T,D]
+    valid = torch.arange(t)[None, :] < torch.tensor([t, t - 5, 4])[:, None]         # True = valid
+    return x, valid
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("masked", [False, True])
+def test_copied_weights_give_torch_outputs_in_eval(bench, norm_first, masked):
+    ref, block = bench.paired_layers(norm_first, seed=3)
+    x, valid = _inputs()
+    with torch.no_grad():      # torch's fused fast path
+        want = ref(x, src_key_padding_mask=~valid if masked else None)              # True = PAD
+        got, _ = block(x, key_padding_mask=valid if masked else None)
+    keep = valid if masked else torch.ones_like(valid)
+    assert (want - got)[keep].abs().max() < 1e-5
+    # padding really is ignored: changing padded inputs leaves valid outputs unchanged
+    if masked:
+        x2 = x.masked_fill(~valid[..., None], 7.0)
+        with torch.no_grad():
+            got2, _ = block(x2, key_padding_mask=valid)
+        assert (got2 - got)[valid].abs().max() < 1e-5
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_copied_weights_give_torch_gradients_in_training_without_dropout(bench, norm_first):
+    ref, block = bench.paired_layers(norm_first, seed=4, dropout=0.0)
+    ref.train(), block.train()
+    x, valid = _inputs(seed=2)
+    want = ref(x, src_key_padding_mask=~valid)
+    got, _ = block(x, key_padding_mask=valid)
+    w = torch.randn_like(want) * valid[..., None]         # a loss over valid positions only
+    (want * w).sum().backward()
+    (got * w).sum().backward()
+    assert (ref.linear1.weight.grad - block.mlp[0].weight.grad).abs().max() < 1e-4
+    assert (ref.self_attn.in_proj_weight.grad[:64] - block.attn.q_proj.weight.grad).abs().max() \
+        < 1e-4
+    assert (ref.self_attn.in_proj_weight.grad[64:] - block.attn.kv_proj.weight.grad).abs().max() \
+        < 1e-4
+
+
+def test_swapping_key_and_value_rows_breaks_agreement(bench):
+    """The layout claim (kv_proj = k rows then v rows) is what makes the check pass."""
+    ref, block = bench.paired_layers(False, seed=5)
+    with torch.no_grad():
+        kv = block.attn.kv_proj
+        kv.weight.copy_(torch.cat([kv.weight[64:], kv.weight[:64]]))
+        kv.bias.copy_(torch.cat([kv.bias[64:], kv.bias[:64]]))
+        x, _ = _inputs()
+        assert (ref(x) - block(x)[0]).abs().max() > 1e-2
+
+
+def test_equivalence_record_and_norm_mismatch(bench):
+    rec = bench.equivalence_check(seed=6, b=2, t=12)
+    assert rec["passed"] and {k for k, v in rec.items() if isinstance(v, float)} == {
+        "post_ln_no_mask", "post_ln_mask", "pre_ln_no_mask", "pre_ln_mask"}
+    ref, _ = bench.paired_layers(True, seed=0)
+    _, post_block = bench.paired_layers(False, seed=0)
+    with pytest.raises(ConfigError, match="norm mismatch: torch norm_first=True"):
+        bench.copy_torch_layer(ref, post_block)
+    wide = torch.nn.TransformerEncoderLayer(64, 4, dim_feedforward=128, batch_first=True)
+    with pytest.raises(ConfigError, match="layer sizes differ"):
+        bench.copy_torch_layer(wide, post_block)
