@@ -55,7 +55,15 @@ _HELP = {
     "motor_scale": "divide DN activity changes by this (0: the settled activity's mean)",
     "classes": "comma-separated digits to classify, e.g. 0,1",
     "thresholds": "pixel thresholds 0-255 (several: thermometer code)",
-    "kernels": "convolutional kernels (not implemented yet: 0)",
+    "kernels": "kernels of the first convolutional block (0: a dense network)",
+    "conv_blocks": "LogicConv2d + 2x2 OR-pooling blocks",
+    "conv_growth": "kernels multiply by this from one block to the next",
+    "receptive": "receptive field (pixels per side) of each logic tree",
+    "conv_depth": "levels of gates in each kernel's logic tree",
+    "conv_stride": "stride of the logic convolutions",
+    "padding": "zero padding of the logic convolutions",
+    "conv_groups": "channel groups of the logic convolutions",
+    "backend": "torch, fused (numba CPU kernels) or auto",
     "hidden": "logic neurons per layer",
     "layers": "logic layers",
     "gate_mode": "soft (softmax mixture) or gumbel (straight-through hard gates)",
@@ -88,6 +96,24 @@ _TSC_HELP = {
     "seeds": "training seeds per configuration",
     "reuse": "runs.csv of an earlier compare-pooling/benchmark run (no retraining)",
     "samples": "comma-separated series indices",
+}
+
+
+_LOGIC_HW_HELP = {
+    "target": "FPGA part: ice40-up5k, ice40-hx8k, ice40-lp8k, ice40-hx1k, ice40-lp1k",
+    "pipeline": "register stages cutting the gate core by logic depth",
+    "io_bits": "input bits loaded per clock through the shift register",
+    "freq": "clock (MHz) nextpnr aims for; the achieved fmax is reported",
+    "seed": "seed of nextpnr and the simulated inputs (fpga), of random images (bench)",
+    "timeout": "seconds allowed for each Yosys / nextpnr run",
+    "core_stats": "also synthesize the core alone, to report the wrapper's cost",
+    "sim_vectors": "random inputs the wrapper is simulated on with iverilog first (0: skip)",
+    "images": "images per timed pass (MNIST test images of the circuit's classes, repeated)",
+    "repeats": "timed passes (the best counts)",
+    "width": "C word width: auto, 64, 256 or 512",
+    "anchor": "also time difflogic's method (NumPy packing + one C statement per gate)",
+    "bits_path": "also time NumPy thresholding + CompiledCircuit.predict",
+    "bandwidth_mib": "buffer for measuring the read-bandwidth bound (0: skip)",
 }
 
 
@@ -183,6 +209,18 @@ def _run_logic(cmd: str, args) -> int:
 
     if cmd == "export":
         print(lc.run_export(_resolve(lc.ExportConfig, args)))
+        return 0
+    if cmd in ("fpga", "bench"):
+        if cmd == "fpga":
+            from kairo.logic._fpga import run_fpga_command as run
+        else:
+            from kairo.logic._bench import run_bench_command as run
+        cfg = _resolve(lc.FpgaConfig if cmd == "fpga" else lc.BenchConfig, args)
+        out = Path(args.out) if args.out else default_out(f"logic {cmd}")
+        with ResultsDir(out, command=f"logic {cmd}", config=cfg, overwrite=args.overwrite) as rd:
+            text = run(cfg, rd)
+        print(text)
+        print(f"results: {out}")
         return 0
     if cmd == "train":
         cfg = _resolve(lc.LogicTrainConfig, args)
@@ -292,7 +330,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     from kairo.logic import _commands as lcmd
 
-    lg = sub.add_parser("logic", help="logic-gate networks: train, export, verify")
+    lg = sub.add_parser("logic", help="logic-gate networks: train, export, verify, "
+                        "fpga, bench")
     ls = lg.add_subparsers(dest="logic_cmd", required=True)
     _add_config_flags(ls.add_parser("train", help="train a logic-gate network on MNIST and "
                                     "extract its circuit", description="train a logic-gate "
@@ -302,6 +341,17 @@ def build_parser() -> argparse.ArgumentParser:
                       lcmd.ExportConfig, results=False)
     _add_config_flags(ls.add_parser("verify", help="check every back end bit-exactly against "
                                     "the reference on MNIST"), lcmd.VerifyConfig)
+    _add_config_flags(ls.add_parser("fpga", help="synthesize, place and route a circuit for "
+                                    "an iCE40 FPGA (Yosys + nextpnr): LUTs, fit, fmax",
+                                    description="Yosys + nextpnr report of a circuit inside a "
+                                    "shift-register wrapper (system tools or the YoWASP builds: "
+                                    "pip install 'kairo[fpga]')"),
+                      lcmd.FpgaConfig, helps=_LOGIC_HW_HELP)
+    _add_config_flags(ls.add_parser("bench", help="inference images/s on one core: kairo's "
+                                    "compiled C against the anchor's method",
+                                    description="uint8 images in memory → classes on one "
+                                    "core, with the memory-bandwidth bound"),
+                      lcmd.BenchConfig, helps=_LOGIC_HW_HELP)
 
     from kairo.attention import _commands as tcmd
     from kairo.attention import _compare as tcmp

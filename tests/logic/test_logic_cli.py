@@ -54,7 +54,8 @@ def test_verify_all_backends_bit_exact(trained, tmp_path, data_dir, capsys):
 
 
 @pytest.mark.parametrize("argv, fragment", [
-    (["logic", "train", "--kernels", "4"], "not implemented"),
+    (["logic", "train", "--kernels", "4", "--conv-blocks", "5"], "conv block 5 of conv_blocks=5"),
+    (["logic", "train", "--kernels", "4", "--backend", "gpu"], "backend must be one of"),
     (["logic", "train", "--classes", "0,1,2", "--hidden", "100"], "class groups do not divide"),
     (["logic", "export", "--circuit", "/no/such.json", "--format", "c", "--output", "x.c"],
      "does not exist"),

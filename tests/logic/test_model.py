@@ -109,8 +109,8 @@ def test_check_images_rejects_wrong_shape_and_dtype():
 def test_config_validation():
     with pytest.raises(ConfigError, match="class groups do not divide"):
         LogicTrainConfig(classes=(0, 1, 2), hidden=100)
-    with pytest.raises(ConfigError, match="not implemented"):
-        LogicTrainConfig(kernels=4)
+    with pytest.raises(ConfigError, match="kernels must be ≥ 0"):
+        LogicTrainConfig(kernels=-4)
     with pytest.raises(ConfigError, match="classes"):
         LogicTrainConfig(classes=(1, 1))
     with pytest.raises(ConfigError, match="dataset"):

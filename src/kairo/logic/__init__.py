@@ -8,9 +8,9 @@ from kairo.logic._circuit import Circuit, pack_bits, unpack_bits
 from kairo.logic._gates import COEFFS, GATE_NAMES, N_GATES, TRUTH
 
 __all__ = ["Circuit", "pack_bits", "unpack_bits", "COEFFS", "GATE_NAMES", "N_GATES", "TRUTH",
-           "Binarize", "GroupSum", "LogicDense", "pairings"]
+           "Binarize", "GroupSum", "LogicDense", "LogicConv2d", "OrPooling2d", "pairings"]
 
-_LAZY = {"Binarize", "GroupSum", "LogicDense", "pairings"}
+_LAZY = {"Binarize", "GroupSum", "LogicDense", "LogicConv2d", "OrPooling2d", "pairings"}
 
 
 def __getattr__(name):

@@ -36,6 +36,19 @@ C (``c_source`` / ``compile_c`` / ``write_c``)
     argmax (ties go to the lowest class index, like :meth:`Circuit.predict`). All return 0,
     or -1 if ``malloc`` failed (scratch and output buffers are allocated once per call).
 
+    Circuits that read thresholded uint8 pixels (``meta["thresholds"]`` dividing the inputs,
+    as ``kairo logic train`` writes them; see :func:`image_spec`) also get::
+
+        int kairo_predict_images(const uint8_t *img, int32_t *pred, size_t n_images);
+
+    which goes from images to classes entirely in C, one block at a time: each image row is
+    compared with every threshold 64 pixels at a time (AVX-512BW compare into a mask, AVX2
+    compare + movemask, or a loop), the 64 × 64 bit tiles are transposed (AVX-512 or scalar)
+    into the block's input words, the gates run, each class's votes are counted bit-sliced
+    (full-adder trees over whole words) and the first argmax is taken bit-sliced too.
+    :meth:`CompiledCircuit.predict_images` calls it; it equals
+    ``predict(image_bits(circuit, images))``.
+
     ``write_c(..., standalone=True)`` writes a portable C99 file for firmware instead: only
     ``uint64_t``, no vector extensions, nothing from libc beyond ``<stdint.h>``/``<stddef.h>``,
     with ``kairo_eval`` (64-sample blocks), ``kairo_scores_one`` and ``kairo_predict_one``.
@@ -63,13 +76,13 @@ from pathlib import Path
 
 import numpy as np
 
-from kairo._errors import KairoError
+from kairo._errors import DataError, KairoError
 from kairo.logic._circuit import Circuit, pack_bits, unpack_bits
 from kairo.logic._gates import N_GATES, TRUTH
 
 __all__ = ["c_source", "compile_c", "CompiledCircuit", "write_c", "find_compiler",
            "native_width", "verilog_source", "write_verilog", "simulate_verilog",
-           "find_simulator", "C_FLAGS", "WIDTHS"]
+           "find_simulator", "image_spec", "C_FLAGS", "WIDTHS"]
 
 WIDTHS = (64, 256, 512)
 C_FLAGS = ("-O2", "-march=native", "-shared", "-fPIC")
@@ -474,7 +487,353 @@ int kairo_predict(const uint64_t *in, int32_t *pred, size_t n_samples)
     return rc;
 }
 """]
+    if image_spec(c) is not None:
+        out.append(_c_images(c, width))
     return "".join(out)
+
+
+def image_spec(circuit: Circuit) -> tuple[tuple[int, ...], int] | None:
+    """``(thresholds, n_pixels)`` for circuits that read thresholded uint8 pixels, else None.
+
+    ``circuit.meta["thresholds"]`` (as written by ``kairo logic train``) gives the pixel
+    thresholds; input ``k * n_pixels + p`` is ``pixel p > thresholds[k]`` (threshold-major,
+    as :func:`kairo.logic._model.image_bits`). The thresholds returned are the equivalent
+    integers for uint8 pixels: ``floor(t)`` clipped to −1 (always 1) … 255 (always 0).
+    """
+    th = circuit.meta.get("thresholds") if isinstance(circuit.meta, dict) else None
+    if not isinstance(th, (list, tuple)) or not th or any(
+            isinstance(t, bool) or not isinstance(t, (int, float, np.integer, np.floating))
+            or not np.isfinite(t) for t in th):
+        return None
+    if circuit.n_inputs % len(th):
+        return None
+    eff = tuple(int(min(255, max(-1, np.floor(t)))) for t in th)
+    return eff, circuit.n_inputs // len(th)
+
+
+VOTE_CHUNK = 128      # outputs per generated vote-counting function (see _c_images)
+
+
+class _BitSum:
+    """C code for a bit-sliced sum of 1-bit words: full adders per bit weight (carry-save).
+
+    Words pushed at weight k count 2^k per set bit; with at most two words pending per weight
+    each full adder turns three into two, so a sum of m words costs about 5m operations.
+    Only ``n_bits`` weights are kept: the caller guarantees that the total fits, so a carry
+    out of the top weight is always zero and is not computed.
+    """
+
+    def __init__(self, n_bits: int, lines: list[str], prefix: str = "t"):
+        self.levels: list[list[str]] = [[] for _ in range(n_bits)]
+        self.lines, self.prefix, self.n = lines, prefix, 0
+
+    def tmp(self, expr: str) -> str:
+        name = f"{self.prefix}{self.n}"
+        self.n += 1
+        self.lines.append(f"    const W {name} = {expr};")
+        return name
+
+    def push(self, k: int, word: str) -> None:
+        while True:
+            lv = self.levels[k]
+            lv.append(word)
+            if len(lv) < 3:
+                return
+            a, b, c = lv
+            lv.clear()
+            x = self.tmp(f"{a} ^ {b}")
+            lv.append(self.tmp(f"{x} ^ {c}"))
+            if k + 1 == len(self.levels):
+                return
+            word = self.tmp(f"({a} & {b}) | ({x} & {c})")
+            k += 1
+
+    def finish(self) -> list[str]:
+        """One word (or ``ZERO``) per weight, least significant first."""
+        for k, lv in enumerate(self.levels):
+            if len(lv) == 2:
+                a, b = lv
+                lv.clear()
+                lv.append(self.tmp(f"{a} ^ {b}"))
+                if k + 1 < len(self.levels):
+                    self.push(k + 1, self.tmp(f"{a} & {b}"))
+        return [lv[0] if lv else "ZERO" for lv in self.levels]
+
+
+def _c_images(circuit: Circuit, width: int) -> str:
+    """``kairo_predict_images``: uint8 images → classes, all in C (appended to c_source).
+
+    Per block of ``width`` images: compare each 64-pixel row chunk with every threshold
+    (AVX-512BW ``vpcmpub`` into a mask register, or AVX2 compare + ``movemask``, else a
+    loop), transpose the 64 × 64 bit tiles (images × pixels → pixels × images) into the
+    block's input words, run ``kairo_block``, count each class's votes bit-sliced (full-adder
+    trees over the output words: about five word operations per output for ``width``
+    samples at once), take the first argmax bit-sliced, and write one int32 per image.
+    """
+    c = circuit
+    th, n_px = image_spec(c)
+    lanes = width // 64
+    no, nc = c.n_outputs, c.n_classes
+    grp = no // nc
+    kb, cw = _vbits(grp), _class_bits(nc)
+
+    def ld(o):
+        return f"y[{o}]" if lanes == 1 else f"kairo_ld(y + {o * lanes})"
+
+    masks = []
+    for k, t in enumerate(th):
+        if t < 0:
+            masks.append(f"    m[{64 * k}] = ~0ull;                 /* every pixel > {t} */")
+        elif t >= 255:
+            masks.append(f"    m[{64 * k}] = 0;                     /* no pixel > 255 */")
+        else:
+            masks.append(f"    m[{64 * k}] = KAIRO_GT({t});")
+
+    # vote counting: one noinline function per class and VOTE_CHUNK outputs, adding into the
+    # bit-sliced count acc[class * KAIRO_VOTE_BITS + bit]
+    funcs, calls = [], []
+    for cls in range(nc):
+        for j0 in range(0, grp, VOTE_CHUNK):
+            name = f"kairo_votes{cls}_{j0 // VOTE_CHUNK}"
+            lines: list[str] = []
+            bs = _BitSum(kb, lines)
+            if j0:                      # the count so far enters as words of weight 2^k
+                for k in range(kb):
+                    lines.append(f"    const W a{k} = acc[{cls * kb + k}];")
+                    bs.push(k, f"a{k}")
+            for o in range(cls * grp + j0, cls * grp + min(grp, j0 + VOTE_CHUNK)):
+                lines.append(f"    const W o{o} = {ld(o)};")
+                bs.push(0, f"o{o}")
+            lines += [f"    acc[{cls * kb + k}] = {w};" for k, w in enumerate(bs.finish())]
+            funcs.append(f"static KAIRO_VOTE void {name}(const uint64_t *restrict y, "
+                         f"W *restrict acc)\n{{\n" + "\n".join(lines) + "\n}\n")
+            calls.append(f"    {name}(y, acc);")
+
+    # first argmax, bit-sliced: scan the classes in order, replace on a strictly larger count
+    am: list[str] = []
+    bs = _BitSum(1, am, prefix="m")
+    best = [f"b{k}" for k in range(kb)]
+    am += [f"    const W b{k} = acc[{k}];" for k in range(kb)]
+    idx = ["ZERO"] * cw
+    for cls in range(1, nc):
+        cur = [f"c{cls}_{k}" for k in range(kb)]
+        am += [f"    const W c{cls}_{k} = acc[{cls * kb + k}];" for k in range(kb)]
+        gt, eq = None, None                         # from the most significant bit down
+        for k in reversed(range(kb)):
+            here = bs.tmp(f"{cur[k]} & ~{best[k]}")
+            gt = here if gt is None else bs.tmp(f"{gt} | ({eq} & {here})")
+            if k:
+                same = bs.tmp(f"~({cur[k]} ^ {best[k]})")
+                eq = same if eq is None else bs.tmp(f"{eq} & {same}")
+        if cls < nc - 1:
+            best = [bs.tmp(f"({gt} & {cur[k]}) | (~{gt} & {best[k]})") for k in range(kb)]
+        idx = [bs.tmp(f"{idx[b]} | {gt}") if (cls >> b) & 1 else
+               (bs.tmp(f"{idx[b]} & ~{gt}") if idx[b] != "ZERO" else "ZERO")
+               for b in range(cw)]
+    am += [f"    idx[{b}] = {w};" for b, w in enumerate(idx)]
+    if nc == 1:
+        am = ["    (void)acc;"] + [ln for ln in am if not ln.lstrip().startswith("const W b")]
+    argmax = ("static void kairo_argmax(const W *restrict acc, W *restrict idx)\n{\n"
+              + "\n".join(am) + "\n}\n")
+
+    ths = ", ".join(map(str, th))
+    return rf"""
+/* ------------------------------------------------------------------ uint8 images -> classes
+ *
+ *   int kairo_predict_images(const uint8_t *img, int32_t *pred, size_t n_images);
+ *
+ * img: n_images x {n_px} uint8 pixels, row-major. Input k * {n_px} + p of the circuit is
+ * pixel p > threshold k, thresholds {{{ths}}} (threshold-major). Writes the first class
+ * with the most votes of every image to pred. Returns 0, or -1 when malloc fails.
+ * Single-threaded; one block of {width} images at a time.
+ */
+#if defined(__AVX512BW__) || defined(__AVX2__)
+#include <immintrin.h>
+#endif
+#define KAIRO_N_PIXELS {n_px}
+#define KAIRO_N_THRESH {len(th)}
+#define KAIRO_VOTE_BITS {kb}
+#define KAIRO_CLASS_BITS {cw}
+#define KAIRO_VOTE __attribute__((noinline))
+
+#if !defined(__AVX512BW__) && defined(__AVX2__)
+/* x > t for unsigned bytes via the signed compare: flip the top bit of both sides */
+static inline uint64_t kairo_gt_avx2(__m256i lo, __m256i hi, int t)
+{{
+    const __m256i tv = _mm256_set1_epi8((char)(t ^ 0x80));
+    const uint32_t a = (uint32_t)_mm256_movemask_epi8(_mm256_cmpgt_epi8(lo, tv));
+    const uint32_t b = (uint32_t)_mm256_movemask_epi8(_mm256_cmpgt_epi8(hi, tv));
+    return a | (uint64_t)b << 32;
+}}
+#endif
+
+#if !defined(__AVX512BW__) && !defined(__AVX2__)
+static inline uint64_t kairo_gt_scalar(const uint8_t *p, size_t w, int t)
+{{
+    uint64_t m = 0;
+    for (size_t j = 0; j < w; ++j)
+        m |= (uint64_t)(p[j] > t) << j;
+    return m;
+}}
+#endif
+
+/* m[64 * k]: bit j = pixel p[j] > threshold k, for the w (<= 64) pixels at p. */
+static inline void kairo_px_masks(const uint8_t *p, size_t w, uint64_t *m)
+{{
+#if defined(__AVX512BW__)
+    const __m512i v = w == 64 ? _mm512_loadu_si512((const void *)p)
+                              : _mm512_maskz_loadu_epi8((__mmask64)((1ull << w) - 1), p);
+#define KAIRO_GT(t) ((uint64_t)_mm512_cmpgt_epu8_mask(v, _mm512_set1_epi8((char)(t))))
+#elif defined(__AVX2__)
+    uint8_t buf[64];
+    if (w < 64) {{
+        memset(buf, 0, sizeof buf);
+        memcpy(buf, p, w);
+        p = buf;
+    }}
+    const __m256i top = _mm256_set1_epi8((char)0x80);
+    const __m256i lo = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)p), top);
+    const __m256i hi = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(p + 32)), top);
+#define KAIRO_GT(t) kairo_gt_avx2(lo, hi, (t))
+#else
+#define KAIRO_GT(t) kairo_gt_scalar(p, w, (t))
+#endif
+{chr(10).join(masks)}
+#undef KAIRO_GT
+}}
+
+#if defined(__AVX512F__)
+/* kairo_transpose64 with AVX-512: the 64 words in 8 registers of 8; swapping bit j of the
+ * row and column index is one "delta swap" per pair of words k, k | j (the six swaps
+ * commute). For j = 32, 16, 8 the pair is in two registers, for j = 4, 2, 1 in one, whose
+ * lanes are permuted to meet their partners. */
+#define KAIRO_XSWAP(A, B, J, M) do {{                                                     \
+        const __m512i t_ = _mm512_and_si512(_mm512_xor_si512(_mm512_srli_epi64(A, J), B), \
+                                            _mm512_set1_epi64((long long)(M)));          \
+        A = _mm512_xor_si512(A, _mm512_slli_epi64(t_, J));                              \
+        B = _mm512_xor_si512(B, t_);                                                     \
+    }} while (0)
+#define KAIRO_ISWAP(A, J, M, PERM, HI) do {{                                              \
+        const __m512i s_ = PERM(A);                                                      \
+        const __m512i t_ = _mm512_and_si512(_mm512_xor_si512(_mm512_srli_epi64(A, J), s_),\
+                                            _mm512_set1_epi64((long long)(M)));          \
+        A = _mm512_mask_xor_epi64(_mm512_xor_si512(A, _mm512_slli_epi64(t_, J)), HI, A,  \
+                                  PERM(t_));                                             \
+    }} while (0)
+#define KAIRO_P4(x) _mm512_shuffle_i64x2(x, x, 0x4e)     /* word k <-> k ^ 4 */
+#define KAIRO_P2(x) _mm512_permutex_epi64(x, 0x4e)        /* word k <-> k ^ 2 */
+#define KAIRO_P1(x) _mm512_shuffle_epi32(x, 0x4e)         /* word k <-> k ^ 1 */
+static inline void kairo_transpose64_fast(uint64_t a[64])
+{{
+    __m512i r[8];
+    for (int i = 0; i < 8; ++i)
+        r[i] = _mm512_loadu_si512((const void *)(a + 8 * i));
+    for (int i = 0; i < 4; ++i)
+        KAIRO_XSWAP(r[i], r[i + 4], 32, 0x00000000FFFFFFFFull);
+    for (int i = 0; i < 8; i += (i & 1) ? 3 : 1)                      /* 0, 1, 4, 5 */
+        KAIRO_XSWAP(r[i], r[i + 2], 16, 0x0000FFFF0000FFFFull);
+    for (int i = 0; i < 8; i += 2)
+        KAIRO_XSWAP(r[i], r[i + 1], 8, 0x00FF00FF00FF00FFull);
+    for (int i = 0; i < 8; ++i) {{
+        KAIRO_ISWAP(r[i], 4, 0x0F0F0F0F0F0F0F0Full, KAIRO_P4, 0xF0);
+        KAIRO_ISWAP(r[i], 2, 0x3333333333333333ull, KAIRO_P2, 0xCC);
+        KAIRO_ISWAP(r[i], 1, 0x5555555555555555ull, KAIRO_P1, 0xAA);
+    }}
+    for (int i = 0; i < 8; ++i)
+        _mm512_storeu_si512((void *)(a + 8 * i), r[i]);
+}}
+#else
+#define kairo_transpose64_fast kairo_transpose64
+#endif
+
+#define KAIRO_N_CHUNKS_PX ((KAIRO_N_PIXELS + 63) / 64)
+#define KAIRO_PX_TAIL (KAIRO_N_PIXELS - 64 * (KAIRO_N_CHUNKS_PX - 1))   /* 1 … 64 */
+
+/* Threshold the ns (<= 64) images at img and transpose them into lane `lane` of the input
+ * block x: x[i * KAIRO_LANES + lane] bit r = input i of image r. Each image is read once,
+ * front to back (t[chunk][threshold][image] holds the masks), then the tiles transposed. */
+static void kairo_image_lane(const uint8_t *img, size_t ns, uint64_t *restrict x, size_t lane)
+{{
+    static _Thread_local uint64_t t[KAIRO_N_CHUNKS_PX][KAIRO_N_THRESH][64]
+        __attribute__((aligned(64)));
+    for (size_t r = 0; r < 64; ++r) {{
+        if (r < ns) {{
+            const uint8_t *p = img + r * KAIRO_N_PIXELS;
+            for (size_t c = 0; c + 1 < KAIRO_N_CHUNKS_PX; ++c)
+                kairo_px_masks(p + 64 * c, 64, &t[c][0][r]);
+            kairo_px_masks(p + 64 * (KAIRO_N_CHUNKS_PX - 1), KAIRO_PX_TAIL,
+                           &t[KAIRO_N_CHUNKS_PX - 1][0][r]);
+        }} else {{
+            for (size_t c = 0; c < KAIRO_N_CHUNKS_PX; ++c)
+                for (size_t k = 0; k < KAIRO_N_THRESH; ++k)
+                    t[c][k][r] = 0;
+        }}
+    }}
+    for (size_t c = 0; c < KAIRO_N_CHUNKS_PX; ++c) {{
+        const size_t w = c + 1 < KAIRO_N_CHUNKS_PX ? 64 : KAIRO_PX_TAIL;
+        for (size_t k = 0; k < KAIRO_N_THRESH; ++k) {{
+            kairo_transpose64_fast(t[c][k]);  /* t[c][k][j]: bit r = pixel 64c + j of image r */
+            uint64_t *dst = x + (k * KAIRO_N_PIXELS + 64 * c) * KAIRO_LANES + lane;
+            for (size_t j = 0; j < w; ++j)
+                dst[j * KAIRO_LANES] = t[c][k][j];
+        }}
+    }}
+}}
+
+{chr(10).join(funcs)}
+static void kairo_votes(const uint64_t *restrict y, W *restrict acc)
+{{
+{chr(10).join(calls)}
+}}
+
+{argmax}
+/* Class of each of the ns (<= KAIRO_WIDTH) samples of a block from the index bit-planes. */
+static void kairo_write_classes(const W *idx, int32_t *pred, size_t ns)
+{{
+    uint64_t w[KAIRO_CLASS_BITS][KAIRO_LANES];
+    memcpy(w, idx, sizeof w);
+    for (size_t s = 0; s < ns; ++s) {{
+        int32_t cl = 0;
+        for (size_t b = 0; b < KAIRO_CLASS_BITS; ++b)
+            cl |= (int32_t)((w[b][s >> 6] >> (s & 63)) & 1u) << b;
+        pred[s] = cl;
+    }}
+}}
+
+static size_t kairo_round64(size_t n) {{ return (n + 63) / 64 * 64; }}
+
+int kairo_predict_images(const uint8_t *img, int32_t *pred, size_t n_images)
+{{
+    uint64_t *x = aligned_alloc(64, kairo_round64(8 * (size_t)KAIRO_N_INPUTS * KAIRO_LANES));
+    uint64_t *y = aligned_alloc(64, kairo_round64(8 * (size_t)KAIRO_N_OUTPUTS * KAIRO_LANES));
+    W *acc = aligned_alloc(64, kairo_round64(sizeof(W) * KAIRO_N_CLASSES * KAIRO_VOTE_BITS));
+    W *idx = aligned_alloc(64, kairo_round64(sizeof(W) * KAIRO_CLASS_BITS));
+    W *v = kairo_scratch();
+    int rc = -1;
+    if (!x || !y || !acc || !idx || !v)
+        goto done;
+    for (size_t s0 = 0; s0 < n_images; s0 += KAIRO_WIDTH) {{
+        const size_t nb = n_images - s0 < KAIRO_WIDTH ? n_images - s0 : KAIRO_WIDTH;
+        for (size_t lane = 0; lane < KAIRO_LANES; ++lane) {{
+            const size_t first = lane * 64;
+            const size_t ns = nb <= first ? 0 : nb - first < 64 ? nb - first : 64;
+            kairo_image_lane(ns ? img + (s0 + first) * KAIRO_N_PIXELS : img, ns, x, lane);
+        }}
+        kairo_block(x, y, v);
+        kairo_votes(y, acc);
+        kairo_argmax(acc, idx);
+        kairo_write_classes(idx, pred + s0, nb);
+    }}
+    rc = 0;
+done:
+    free(x);
+    free(y);
+    free(acc);
+    free(idx);
+    free(v);
+    return rc;
+}}
+"""
 
 
 def _c_portable_source(circuit: Circuit, chunk: int | None = None) -> str:
@@ -720,6 +1079,11 @@ class CompiledCircuit:
         self._scores.argtypes, self._scores.restype = [vp, vp, sz], ctypes.c_int
         self._predict = lib.kairo_predict
         self._predict.argtypes, self._predict.restype = [vp, vp, sz], ctypes.c_int
+        try:                            # only circuits with pixel thresholds have it
+            self._images = lib.kairo_predict_images
+            self._images.argtypes, self._images.restype = [vp, vp, sz], ctypes.c_int
+        except AttributeError:
+            self._images = None
         self._lib = lib
 
     def __repr__(self) -> str:
@@ -796,6 +1160,42 @@ class CompiledCircuit:
         if n and self._predict(blk.ctypes.data, out.ctypes.data, n) != 0:
             raise MemoryError("kairo_predict: out of memory")
         return out.astype(np.int64)
+
+    def check_images(self, images) -> np.ndarray:
+        """Images as C-contiguous (n_images, n_pixels) uint8, or DataError naming the problem."""
+        spec = image_spec(self.circuit)
+        if spec is None or self._images is None:
+            raise KairoError("this circuit has no pixel thresholds (meta['thresholds'], set by "
+                             "`kairo logic train`, dividing its inputs), so it cannot read "
+                             "images; threshold them yourself and call predict(bits)")
+        n_px = spec[1]
+        x = np.asarray(images)
+        if x.dtype != np.uint8:
+            raise DataError(f"images must be uint8 pixels (0–255), got dtype {x.dtype}; "
+                            f"convert with np.asarray(images, dtype=np.uint8) if they are "
+                            f"already integers in that range")
+        if x.ndim < 2 or int(np.prod(x.shape[1:])) != n_px:
+            raise DataError(f"images must have shape (n_images, {n_px}) (or (n_images, …) "
+                            f"with {n_px} pixels per image), got shape {x.shape}")
+        return np.ascontiguousarray(x.reshape(x.shape[0], n_px))
+
+    def predict_images(self, images, out: np.ndarray | None = None) -> np.ndarray:
+        """Classes of uint8 images, thresholding in C: (n_images, n_pixels) → (n_images,).
+
+        Equals ``predict(image_bits(circuit, images))`` (same thresholds, first argmax).
+        Returns int64, or fills ``out`` (a C-contiguous int32 array of n_images) and
+        returns it, which skips the conversion (used by the throughput benchmark).
+        """
+        x = self.check_images(images)
+        n = x.shape[0]
+        res = out if out is not None else np.empty(n, dtype=np.int32)
+        if res.dtype != np.int32 or res.shape != (n,) or not res.flags.c_contiguous or \
+                not res.flags.writeable:
+            raise KairoError(f"out must be a writable C-contiguous int32 array of shape "
+                             f"({n},), got {res.dtype} {res.shape}")
+        if n and self._images(x.ctypes.data, res.ctypes.data, n) != 0:
+            raise MemoryError("kairo_predict_images: out of memory")
+        return res if out is not None else res.astype(np.int64)
 
 
 def compile_c(circuit: Circuit, *, width="auto", cache_dir=None,

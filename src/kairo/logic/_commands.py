@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -22,12 +23,27 @@ BACKENDS = ("numpy", "c", "verilog")
 
 @dataclass(frozen=True)
 class LogicTrainConfig:
-    """``kairo logic train``: a dense logic-gate network on MNIST."""
+    """``kairo logic train``: a dense or convolutional logic-gate network on MNIST.
+
+    ``kernels`` = 0: Binarize → LogicDense × layers → GroupSum. ``kernels`` > 0: Binarize (the
+    thresholds are the channels) → [LogicConv2d → OrPooling2d 2×2] × conv_blocks (block i has
+    kernels·conv_growth^i kernels) → flatten → LogicDense × layers → GroupSum.
+    """
+
+    BACKENDS: ClassVar[tuple[str, ...]] = ("auto", "torch", "fused")
+    IMAGE_SIZE: ClassVar[int] = 28
 
     dataset: str = "mnist"
     classes: tuple[int, ...] = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9)
     thresholds: tuple[int, ...] = (127,)      # one: fixed binarization; several: thermometer
-    kernels: int = 0                          # convolutional kernels (not implemented yet)
+    kernels: int = 0                          # 0: dense only; > 0: first conv block's kernels
+    conv_blocks: int = 2                      # LogicConv2d + OR pooling 2×2 blocks
+    conv_growth: int = 2                      # kernels multiply by this from block to block
+    receptive: int = 3                        # conv window receptive × receptive
+    conv_depth: int = 3                       # levels of each kernel's gate tree
+    conv_stride: int = 1
+    padding: int = 1                          # zero padding of each conv
+    conv_groups: int = 1                      # grouped convs (divides thresholds and kernels)
     hidden: int = 1000                        # neurons per logic layer
     layers: int = 2                           # logic layers (the last feeds GroupSum)
     pairing: str = "unique"
@@ -41,6 +57,7 @@ class LogicTrainConfig:
     eval_every: int = 200
     checkpoint_every: int = 200
     val_fraction: float = 0.1
+    backend: str = "auto"                     # torch, fused (numba CPU kernels), auto
     seed: int = 0
     data_dir: str | None = None
 
@@ -51,12 +68,12 @@ class LogicTrainConfig:
         if len(self.classes) < 2 or len(set(self.classes)) != len(self.classes) or \
                 any(not 0 <= c <= 9 for c in self.classes):
             raise ConfigError(f"classes must be ≥ 2 distinct digits 0–9, got {self.classes}")
-        if self.kernels:
-            raise ConfigError("convolutional logic layers (--kernels) are not implemented yet; "
-                              "train a dense network with --kernels 0 (see docs/logic.md)")
         if self.pairing not in PAIRINGS or self.gate_mode not in GATE_MODES:
             raise ConfigError(f"pairing must be one of {PAIRINGS} and gate_mode one of "
                               f"{GATE_MODES}")
+        if self.backend not in self.BACKENDS:
+            raise ConfigError(f"backend must be one of {', '.join(self.BACKENDS)}; got "
+                              f"{self.backend!r}")
         for name in ("hidden", "layers", "batch", "iters", "eval_every", "checkpoint_every"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be ≥ 1, got {getattr(self, name)}")
@@ -67,12 +84,54 @@ class LogicTrainConfig:
             raise ConfigError(f"val_fraction must be in (0, 0.5), got {self.val_fraction}")
         if self.lr <= 0 or self.tau <= 0:
             raise ConfigError("lr and tau must be > 0")
+        if self.kernels < 0:
+            raise ConfigError(f"kernels must be ≥ 0 (0: a dense network), got {self.kernels}")
+        if self.kernels:
+            self.feature_sizes()
+
+    def feature_sizes(self) -> list[tuple[int, int]]:
+        """(channels, side) of the feature map after each conv block, checked as it goes."""
+        for name in ("conv_blocks", "conv_growth", "receptive", "conv_depth", "conv_stride",
+                     "conv_groups"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be ≥ 1, got {getattr(self, name)}")
+        if not 1 <= self.conv_depth <= 8:
+            raise ConfigError(f"conv_depth must be 1–8, got {self.conv_depth}")
+        if not 0 <= self.padding < self.receptive:
+            raise ConfigError(f"padding must be in 0…receptive−1, got padding={self.padding} "
+                              f"with receptive={self.receptive}")
+        n_th = len(self.thresholds)
+        if n_th % self.conv_groups or self.kernels % self.conv_groups:
+            raise ConfigError(f"conv_groups={self.conv_groups} must divide the input channels "
+                              f"(thresholds: {n_th}) and kernels={self.kernels}")
+        side, out = self.IMAGE_SIZE, []
+        for i in range(self.conv_blocks):
+            if side + 2 * self.padding < self.receptive:
+                raise ConfigError(
+                    f"conv block {i + 1} of conv_blocks={self.conv_blocks} gets a {side}×{side} "
+                    f"feature map, smaller than receptive={self.receptive} with "
+                    f"padding={self.padding}; use fewer conv_blocks, a smaller receptive or "
+                    f"conv_stride, or more padding")
+            side = (side + 2 * self.padding - self.receptive) // self.conv_stride + 1
+            if side < 2:
+                raise ConfigError(
+                    f"conv block {i + 1} of conv_blocks={self.conv_blocks} leaves a {side}×{side} "
+                    f"map, too small for its 2×2 OR pooling; use fewer conv_blocks or a smaller "
+                    f"conv_stride or receptive")
+            side //= 2
+            out.append((self.kernels * self.conv_growth ** i, side))
+        return out
 
     def arch(self) -> dict:
         """What a checkpoint must match to be loaded into this model."""
-        return {"n_classes": len(self.classes), "thresholds": list(self.thresholds),
-                "hidden": self.hidden, "layers": self.layers, "pairing": self.pairing,
-                "seed": self.seed, "kernels": self.kernels}
+        a = {"n_classes": len(self.classes), "thresholds": list(self.thresholds),
+             "hidden": self.hidden, "layers": self.layers, "pairing": self.pairing,
+             "seed": self.seed, "kernels": self.kernels}
+        if self.kernels:              # dense checkpoints keep their old arch dict
+            a.update({k: getattr(self, k) for k in (
+                "conv_blocks", "conv_growth", "receptive", "conv_depth", "conv_stride",
+                "padding", "conv_groups")})
+        return a
 
 
 @dataclass(frozen=True)
@@ -112,9 +171,8 @@ class VerifyConfig:
 
 def run_train(cfg, rd, out: Path, log=print) -> str:
     """Train (resumable through ``<out>.checkpoint.pt``), extract, simplify, save, score."""
-    import torch
-
-    from kairo.logic._model import image_bits, load_data, to_circuit, train
+    from kairo.logic._layers import fused_available
+    from kairo.logic._model import image_bits, load_data, predict, to_circuit, train
     from kairo.logic._simplify import simplify
 
     ckpt = out.with_name(out.name + ".checkpoint.pt")
@@ -122,8 +180,7 @@ def run_train(cfg, rd, out: Path, log=print) -> str:
     res = train(cfg, checkpoint=ckpt, data=data, log=log)
     model = res["model"]
     xt, yt = data["test"]
-    with torch.no_grad():
-        pred_model = model(torch.from_numpy(xt)).argmax(1).numpy()
+    pred_model = predict(model, xt)
     raw = to_circuit(model, meta={"classes": list(cfg.classes)})
     circ, report = simplify(raw)
     bits = image_bits(circ, xt)
@@ -137,7 +194,9 @@ def run_train(cfg, rd, out: Path, log=print) -> str:
                "gates_after": circ.n_gates, "depth_before": report["before"]["depth"],
                "depth_after": report["after"]["depth"], "simplify": report,
                "history": res["history"], "train_seconds": res["seconds"],
-               "iters_per_s": res["iters_per_s"], "resumed_from": res["resumed_from"]}
+               "iters_per_s": res["iters_per_s"], "resumed_from": res["resumed_from"],
+               "backend": ("fused" if cfg.backend == "fused" or
+                           (cfg.backend == "auto" and fused_available()) else "torch")}
     rd.write_json("metrics.json", metrics)
     circ.save(rd.path / "circuit.json")
     raw.save(rd.path / "circuit_raw.json")
@@ -154,7 +213,8 @@ def run_train(cfg, rd, out: Path, log=print) -> str:
             f"discrete val {last.get('val_discrete', float('nan')):.2%})\n"
             f"gates {raw.n_gates} → {circ.n_gates} after simplification, depth "
             f"{report['before']['depth']} → {report['after']['depth']}\n"
-            f"training {res['seconds']:.1f} s ({res['iters_per_s']:.1f} it/s)")
+            f"training {res['seconds']:.1f} s ({res['iters_per_s']:.1f} it/s, "
+            f"{metrics['backend']} kernels)")
     return text
 
 
@@ -233,4 +293,59 @@ def write_verify(rd, res: dict) -> str:
     return "\n".join(lines)
 
 
+# ---------------------------------------------------------------- kairo logic fpga | bench
+__all__ += ["FpgaConfig", "BenchConfig"]
 
+
+@dataclass(frozen=True)
+class FpgaConfig:
+    """``kairo logic fpga``: Yosys + nextpnr report of a circuit in a shift-register wrapper."""
+
+    circuit: str = ""                 # circuit.json
+    target: str = "ice40-up5k"        # see kairo.logic._fpga.TARGETS
+    pipeline: int = 0                 # register stages in the gate core
+    io_bits: int = 8                  # input bits loaded per clock
+    freq: float = 12.0                # MHz nextpnr aims for (fmax is reported either way)
+    seed: int = 1                     # nextpnr placement seed
+    timeout: float = 1800.0           # seconds per tool run
+    core_stats: bool = True           # also synthesize the core alone (wrapper cost)
+    sim_vectors: int = 64             # random vectors to simulate the wrapper with (0: skip)
+
+    def __post_init__(self):
+        from kairo.logic._fpga import get_target
+
+        if not self.circuit:
+            raise ConfigError("--circuit is required")
+        get_target(self.target)
+        if self.pipeline < 0 or self.io_bits < 1 or self.sim_vectors < 0:
+            raise ConfigError(f"pipeline and sim_vectors must be ≥ 0 and io_bits ≥ 1, got "
+                              f"pipeline={self.pipeline}, io_bits={self.io_bits}, "
+                              f"sim_vectors={self.sim_vectors}")
+        if not self.freq > 0 or not self.timeout > 0:
+            raise ConfigError(f"freq (MHz) and timeout (s) must be > 0, got freq={self.freq}, "
+                              f"timeout={self.timeout}")
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """``kairo logic bench``: images/s of a circuit on one core, kairo vs the anchor's method."""
+
+    circuit: str = ""
+    images: int = 100_000             # MNIST test images (of the circuit's classes) repeated
+    repeats: int = 5                  # timed passes; the best one counts
+    width: str = "auto"               # C word width: auto, 64, 256, 512
+    anchor: bool = True               # also time difflogic's method
+    bits_path: bool = True            # also time NumPy thresholding + CompiledCircuit.predict
+    bandwidth_mib: int = 512          # buffer for the read-bandwidth bound (0: skip)
+    seed: int = 0                     # random images for circuits that are not 28 × 28
+    data_dir: str | None = None
+
+    def __post_init__(self):
+        if not self.circuit:
+            raise ConfigError("--circuit is required")
+        if self.images < 1 or self.repeats < 1 or self.bandwidth_mib < 0:
+            raise ConfigError(f"images and repeats must be ≥ 1 and bandwidth_mib ≥ 0, got "
+                              f"images={self.images}, repeats={self.repeats}, "
+                              f"bandwidth_mib={self.bandwidth_mib}")
+        if self.width not in ("auto", "64", "256", "512"):
+            raise ConfigError(f"width must be auto, 64, 256 or 512, got {self.width!r}")

@@ -1,4 +1,4 @@
-"""Differentiable logic-gate layers (Petersen et al., NeurIPS 2022) in PyTorch.
+"""Differentiable logic-gate layers (Petersen et al., NeurIPS 2022 and 2024) in PyTorch.
 
 A neuron reads two fixed inputs a, b ∈ [0, 1] and holds 16 logits, one per Boolean function.
 Training mixes the 16 relaxed gates with softmax weights p; because every relaxed gate is
@@ -6,21 +6,118 @@ affine in {1, a, b, ab} (see ``_gates``), the mixture is c₀ + c_a·a + c_b·b 
 c = p @ COEFFS — four fused multiply-adds per neuron and sample instead of sixteen gates, and
 autograd's backward is just as small. After training each neuron is fixed to its most likely
 gate and the network is a Boolean circuit (``to_circuit``).
+
+``LogicConv2d`` shares one small tree of gates per kernel over all positions of a feature map
+(the convolutional paper), ``OrPooling2d`` is max pooling (a relaxed OR). Every layer has two
+implementations of the same arithmetic: pure PyTorch (the reference) and fused CPU loops in
+``_kernels`` (numba), chosen by ``backend``: "torch", "fused" or "auto" (fused when numba
+imports and the input is a float32/float64 CPU tensor).
 """
 
 from __future__ import annotations
+
+import contextlib
 
 import numpy as np
 import torch
 from torch import nn
 
-from kairo._errors import ConfigError
-from kairo.logic._commands import GATE_MODES, PAIRINGS
+from kairo._errors import ConfigError, KairoError
+from kairo.logic._commands import GATE_MODES, PAIRINGS, LogicTrainConfig
 from kairo.logic._gates import COEFFS, N_GATES, PASS_A
 
-__all__ = ["LogicDense", "GroupSum", "Binarize", "pairings", "PAIRINGS", "GATE_MODES"]
+__all__ = ["LogicDense", "LogicConv2d", "OrPooling2d", "GroupSum", "Binarize", "pairings",
+           "conv_out_size", "fused_available", "fused_threads", "PAIRINGS", "GATE_MODES",
+           "LAYER_BACKENDS"]
+
+LAYER_BACKENDS = LogicTrainConfig.BACKENDS      # "auto", "torch", "fused"
+
+_KERNELS: list = []                             # [module or None], filled on first use
 
 
+def _load_kernels():
+    """The ``_kernels`` module, or None when numba is not installed (imported once)."""
+    if not _KERNELS:
+        try:
+            from kairo.logic import _kernels
+        except ImportError:
+            _kernels = None
+        _KERNELS.append(_kernels)
+    return _KERNELS[0]
+
+
+def fused_available() -> bool:
+    """True when the fused CPU kernels (numba) can be used."""
+    return _load_kernels() is not None
+
+
+def fused_threads(model: nn.Module):
+    """Context for a training loop: :func:`_kernels.training_threads` when any layer of
+    ``model`` runs fused, else nothing."""
+    if fused_available() and any(getattr(m, "backend", "torch") != "torch"
+                                 for m in model.modules()):
+        return _load_kernels().training_threads()
+    return contextlib.nullcontext()
+
+
+def _check_backend(backend: str) -> str:
+    if backend not in LAYER_BACKENDS:
+        raise ConfigError(f"backend must be one of {', '.join(LAYER_BACKENDS)}; got "
+                          f"{backend!r}")
+    if backend == "fused" and not fused_available():
+        raise ConfigError("backend='fused' needs numba (pip install numba); use "
+                          "backend='torch' or 'auto' to run without it")
+    return backend
+
+
+def _use_fused(backend: str, x: torch.Tensor) -> bool:
+    if backend == "torch":
+        return False
+    ok = x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64)
+    if backend == "fused" and not ok:
+        raise KairoError(f"the fused kernels run on float32/float64 CPU tensors, got "
+                         f"{x.dtype} on {x.device}; use backend='torch' or 'auto'")
+    return ok and fused_available()
+
+
+def _init_weight(shape: tuple, residual_init: float, rng: np.random.Generator) -> nn.Parameter:
+    g = torch.Generator().manual_seed(int(rng.integers(2**31)))
+    if residual_init > 0:
+        w = torch.zeros(*shape, N_GATES)
+        w[..., PASS_A] = residual_init
+    else:
+        w = torch.randn(*shape, N_GATES, generator=g)
+    return nn.Parameter(w)
+
+
+class _GateLayer(nn.Module):
+    """What dense and convolutional gate layers share: logits → mixture, modes, ops."""
+
+    weight: nn.Parameter          # (..., 16)
+
+    def _setup(self, mode: str, tau: float, backend: str) -> None:
+        if mode not in GATE_MODES:
+            raise ConfigError(f"gate mode must be one of {', '.join(GATE_MODES)}; got {mode!r}")
+        if tau <= 0:
+            raise ConfigError(f"gumbel temperature must be > 0, got {tau}")
+        self.mode, self.tau, self.backend = mode, float(tau), _check_backend(backend)
+        self.register_buffer("coeffs", torch.tensor(COEFFS, dtype=torch.float32))
+
+    def gate_probs(self) -> torch.Tensor:
+        """(..., 16): the mixture used in training mode, one-hot in eval mode."""
+        if not self.training:
+            return nn.functional.one_hot(self.weight.argmax(-1), N_GATES).to(self.weight.dtype)
+        if self.mode == "gumbel":
+            return nn.functional.gumbel_softmax(self.weight, tau=self.tau, hard=True)
+        return torch.softmax(self.weight, dim=-1)
+
+    def gate_coeffs(self, dtype: torch.dtype) -> torch.Tensor:
+        """(..., 4): the affine coefficients (c₀, c_a, c_b, c_ab) of every gate."""
+        return self.gate_probs().to(dtype) @ self.coeffs.to(dtype)
+
+    def ops(self) -> np.ndarray:
+        """The discrete gate of every neuron (argmax of its logits)."""
+        return self.weight.detach().argmax(-1).cpu().numpy().astype(np.uint8)
 
 
 def pairings(n_in: int, n_out: int, kind: str, rng: np.random.Generator
@@ -50,8 +147,10 @@ def pairings(n_in: int, n_out: int, kind: str, rng: np.random.Generator
     return a.astype(np.int64), b.astype(np.int64)
 
 
-class LogicDense(nn.Module):
+class LogicDense(_GateLayer):
     """``n_out`` logic neurons, each reading two of ``n_in`` inputs (fixed at construction).
+
+    Input (n_samples, n_in) in [0, 1] → output (n_samples, n_out).
 
     Parameters
     ----------
@@ -62,49 +161,235 @@ class LogicDense(nn.Module):
         0 draws all logits from N(0, 1) as in the original paper.
     mode : "soft" (softmax mixture) or "gumbel" (Gumbel-softmax with a straight-through
         hard gate in the forward pass, so training sees the discrete circuit it will become).
+    backend : "auto", "torch" or "fused" (see the module docstring)
     """
 
     def __init__(self, n_in: int, n_out: int, *, pairing: str = "unique",
                  residual_init: float = 0.0, mode: str = "soft", tau: float = 1.0,
-                 seed: int | np.random.Generator = 0):
+                 seed: int | np.random.Generator = 0, backend: str = "auto"):
         super().__init__()
-        if mode not in GATE_MODES:
-            raise ConfigError(f"gate mode must be one of {', '.join(GATE_MODES)}; got {mode!r}")
-        if tau <= 0:
-            raise ConfigError(f"gumbel temperature must be > 0, got {tau}")
+        self._setup(mode, tau, backend)
         rng = np.random.default_rng(seed)
         a, b = pairings(n_in, n_out, pairing, rng)
-        self.n_in, self.n_out, self.mode, self.tau = n_in, n_out, mode, float(tau)
+        self.n_in, self.n_out = n_in, n_out
         self.register_buffer("ia", torch.from_numpy(a))
         self.register_buffer("ib", torch.from_numpy(b))
-        self.register_buffer("coeffs", torch.tensor(COEFFS, dtype=torch.float32))
-        g = torch.Generator().manual_seed(int(rng.integers(2**31)))
-        if residual_init > 0:
-            w = torch.zeros(n_out, N_GATES)
-            w[:, PASS_A] = residual_init
-        else:
-            w = torch.randn(n_out, N_GATES, generator=g)
-        self.weight = nn.Parameter(w)
+        self.weight = _init_weight((n_out,), residual_init, rng)
+        self._users: tuple = ((), None)         # (wiring key, CSR) for the fused backward
 
     def extra_repr(self) -> str:
-        return f"{self.n_in} → {self.n_out}, mode={self.mode}"
-
-    def gate_probs(self) -> torch.Tensor:
-        """(n_out, 16): the mixture used in training mode, one-hot in eval mode."""
-        if not self.training:
-            return nn.functional.one_hot(self.weight.argmax(1), N_GATES).to(self.weight.dtype)
-        if self.mode == "gumbel":
-            return nn.functional.gumbel_softmax(self.weight, tau=self.tau, hard=True)
-        return torch.softmax(self.weight, dim=1)
-
-    def ops(self) -> np.ndarray:
-        """The discrete gate of every neuron (argmax of its logits)."""
-        return self.weight.detach().argmax(1).cpu().numpy().astype(np.uint8)
+        return f"{self.n_in} → {self.n_out}, mode={self.mode}, backend={self.backend}"
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        c = self.gate_probs() @ self.coeffs.to(x.dtype)          # (n_out, 4)
-        a, b = x[:, self.ia], x[:, self.ib]
+        c = self.gate_coeffs(x.dtype)                               # (n_out, 4)
+        if _use_fused(self.backend, x):
+            kernels = _load_kernels()
+            # rebuilt when the wiring changes (load_state_dict, .to()): versions and storage
+            key = (self.ia._version, self.ib._version, self.ia.data_ptr(), self.ib.data_ptr())
+            if self._users[0] != key:
+                self._users = (key, kernels.dense_users(self.ia, self.ib, self.n_in))
+            # neuron-major inside: x.t() of the previous fused layer's output is contiguous
+            return kernels.dense(x.t(), c, self.ia, self.ib, self._users[1]).t()
+        a, b = x[:, self.ia], x[:, self.ib]                         # (n_samples, n_out)
         return c[:, 0] + c[:, 1] * a + c[:, 2] * b + c[:, 3] * (a * b)
+
+
+def conv_out_size(size: int, receptive: int, stride: int, padding: int) -> int:
+    """Output length of a convolution (or pooling window) along one axis; < 1 if none fits."""
+    return (size + 2 * padding - receptive) // stride + 1
+
+
+def _deal_positions(n_slots: int, n_pos: int, kind: str, rng: np.random.Generator
+                    ) -> np.ndarray:
+    """``n_slots`` window positions: uniform draws, or dealt from shuffled decks."""
+    if kind == "random":
+        return rng.integers(0, n_pos, n_slots)
+    reps = -(-n_slots // n_pos)
+    return np.concatenate([rng.permutation(n_pos) for _ in range(reps)])[:n_slots]
+
+
+class LogicConv2d(_GateLayer):
+    """Convolutional logic layer: ``out_channels`` kernels, each a binary tree of gates.
+
+    Input (n_samples, in_channels, H, W) in [0, 1] → output (n_samples, out_channels, H', W')
+    with H' = ⌊(H + 2·padding − receptive) / stride⌋ + 1 (likewise W'). Zero padding: outside
+    the image a kernel reads the constant bit 0.
+
+    A kernel is a tree of ``depth`` levels: 2^(depth−1) leaf gates read 2^depth inputs from
+    its receptive × receptive window, each level combines pairs of the level below, and the
+    root is the kernel's output at that position. The tree's 2^depth − 1 gates (16 logits
+    each, ``weight`` (out_channels, 2^depth − 1, 16), leaves first then level by level) are
+    shared over all positions, like a convolution's weights.
+
+    Wiring (fixed at construction, seeded): as in the paper, a tree sees at most two input
+    channels — each kernel draws a channel pair (ca, cb) from its group (``pairings``: ca ≠ cb
+    when the group has two or more channels) and every leaf reads its input a from channel ca
+    and its input b from channel cb, at window positions drawn per leaf (``unique``: dealt
+    from shuffled decks so a tree covers the window before it repeats a position; ``random``:
+    uniform). A leaf never reads one bit twice when the window offers another.
+
+    groups must divide in_channels and out_channels: kernel k of group g reads only the
+    channels of group g (a grouped convolution). ``pairing``, ``residual_init``, ``mode``,
+    ``tau``, ``seed`` and ``backend`` as for :class:`LogicDense`; the torch path gathers
+    (n_samples, K, 2^(depth−1), H'·W') values per leaf input, the fused one streams rows.
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, *, receptive: int = 3,
+                 depth: int = 3, stride: int = 1, padding: int = 1, groups: int = 1,
+                 pairing: str = "unique", residual_init: float = 0.0, mode: str = "soft",
+                 tau: float = 1.0, seed: int | np.random.Generator = 0,
+                 backend: str = "auto"):
+        super().__init__()
+        self._setup(mode, tau, backend)
+        for name, v, lo in (("in_channels", in_channels, 1), ("out_channels", out_channels, 1),
+                            ("receptive", receptive, 1), ("depth", depth, 1),
+                            ("stride", stride, 1), ("groups", groups, 1),
+                            ("padding", padding, 0)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+                raise ConfigError(f"LogicConv2d {name} must be an integer ≥ {lo}, got {v!r}")
+        if depth > 8:
+            raise ConfigError(f"LogicConv2d depth must be ≤ 8 (a tree of 2^depth − 1 gates), "
+                              f"got {depth}")
+        if padding >= receptive:
+            raise ConfigError(f"LogicConv2d padding must be < receptive (else some outputs "
+                              f"read only padding), got padding={padding}, "
+                              f"receptive={receptive}")
+        if in_channels % groups or out_channels % groups:
+            raise ConfigError(f"LogicConv2d groups={groups} must divide in_channels="
+                              f"{in_channels} and out_channels={out_channels}")
+        if pairing not in PAIRINGS:
+            raise ConfigError(f"pairing must be one of {', '.join(PAIRINGS)}; got {pairing!r}")
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.receptive, self.depth, self.stride = receptive, depth, stride
+        self.padding, self.groups = padding, groups
+        rng = np.random.default_rng(seed)
+        n_ch, n_k = in_channels // groups, out_channels // groups
+        n_slots, n_pos = 2 ** depth, receptive * receptive
+        chans = np.zeros((out_channels, 2), dtype=np.int64)
+        pos = np.zeros((out_channels, n_slots), dtype=np.int64)   # slot 2j: leaf j's a
+        for g in range(groups):
+            ca, cb = pairings(n_ch, n_k, pairing, rng)
+            chans[g * n_k:(g + 1) * n_k] = np.stack([ca, cb], 1) + g * n_ch
+        for k in range(out_channels):
+            if chans[k, 0] == chans[k, 1]:       # one channel: the whole tree shares a deck
+                pos[k] = _deal_positions(n_slots, n_pos, pairing, rng)
+            else:
+                pos[k, 0::2] = _deal_positions(n_slots // 2, n_pos, pairing, rng)
+                pos[k, 1::2] = _deal_positions(n_slots // 2, n_pos, pairing, rng)
+            if chans[k, 0] == chans[k, 1] and n_pos > 1:
+                same = np.flatnonzero(pos[k, 0::2] == pos[k, 1::2])
+                while same.size:
+                    pos[k, 2 * same + 1] = rng.integers(0, n_pos, same.size)
+                    same = same[pos[k, 2 * same] == pos[k, 2 * same + 1]]
+        self.register_buffer("channels", torch.from_numpy(chans))      # (K, 2): ca, cb
+        self.register_buffer("dy", torch.from_numpy(pos // receptive))  # (K, 2^depth)
+        self.register_buffer("dx", torch.from_numpy(pos % receptive))
+        self.weight = _init_weight((out_channels, n_slots - 1), residual_init, rng)
+        self._index_cache: dict = {}
+
+    @property
+    def n_tree_gates(self) -> int:
+        return 2 ** self.depth - 1
+
+    def extra_repr(self) -> str:
+        return (f"{self.in_channels} → {self.out_channels}, receptive={self.receptive}, "
+                f"depth={self.depth}, stride={self.stride}, padding={self.padding}, "
+                f"groups={self.groups}, mode={self.mode}, backend={self.backend}")
+
+    def out_size(self, h: int, w: int) -> tuple[int, int]:
+        ho = conv_out_size(h, self.receptive, self.stride, self.padding)
+        wo = conv_out_size(w, self.receptive, self.stride, self.padding)
+        if ho < 1 or wo < 1:
+            raise ConfigError(f"LogicConv2d input {h}×{w} is smaller than its receptive field "
+                              f"(receptive={self.receptive}, padding={self.padding})")
+        return ho, wo
+
+    def _check_input(self, x: torch.Tensor) -> tuple[int, int]:
+        if x.ndim != 4 or x.shape[1] != self.in_channels:
+            raise KairoError(f"LogicConv2d expects input (n_samples, {self.in_channels}, H, W), "
+                             f"got {tuple(x.shape)}")
+        return self.out_size(x.shape[2], x.shape[3])
+
+    def gather_index(self, h: int, w: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Flat indices into the zero-padded input (C·Hp·Wp) of every leaf's a and b input.
+
+        Two (K, 2^(depth−1), H'·W') int64 tensors; cached per input size and wiring.
+        """
+        key = (h, w) + tuple((t._version, t.data_ptr()) for t in (self.dy, self.dx,
+                                                                  self.channels))
+        hit = self._index_cache.get(key)
+        if hit is not None:
+            return hit
+        ho, wo = self.out_size(h, w)
+        hp, wp = h + 2 * self.padding, w + 2 * self.padding
+        dev = self.dy.device
+        oy = torch.arange(ho, device=dev) * self.stride
+        ox = torch.arange(wo, device=dev) * self.stride
+        start = (oy[:, None] * wp + ox[None, :]).reshape(-1)                    # (P,)
+        off = self.dy * wp + self.dx                                            # (K, S)
+        chan = self.channels[:, torch.arange(2 ** self.depth, device=dev) % 2]  # (K, S)
+        idx = (chan * (hp * wp) + off)[:, :, None] + start[None, None, :]       # (K, S, P)
+        hit = (idx[:, 0::2].contiguous(), idx[:, 1::2].contiguous())
+        self._index_cache = {key: hit}
+        return hit
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        ho, wo = self._check_input(x)
+        c = self.gate_coeffs(x.dtype)                                # (K, G, 4)
+        if _use_fused(self.backend, x):
+            # sample-minor inside: (C, H, W, n_samples); the permutes are free between layers
+            y = _load_kernels().conv(x.permute(1, 2, 3, 0), c, self.channels, self.dy,
+                                     self.dx, self.stride, self.padding, ho, wo)
+            return y.permute(3, 0, 1, 2)
+        n = x.shape[0]
+        p = self.padding
+        xf = nn.functional.pad(x, (p, p, p, p)).reshape(n, -1)      # (n, C·Hp·Wp)
+        ia, ib = self.gather_index(x.shape[2], x.shape[3])
+        a, b = xf[:, ia], xf[:, ib]                                  # (n, K, L, P)
+        lo, size = 0, ia.shape[1]
+        while True:
+            cl = c[:, lo:lo + size, :, None]                         # (K, size, 4, 1)
+            y = cl[:, :, 0] + cl[:, :, 1] * a + cl[:, :, 2] * b + cl[:, :, 3] * (a * b)
+            lo += size
+            if size == 1:
+                break
+            a, b, size = y[:, :, 0::2], y[:, :, 1::2], size // 2
+        return y.reshape(n, self.out_channels, ho, wo)              # root: (n, K, H', W')
+
+
+class OrPooling2d(nn.Module):
+    """Relaxed OR over ``kernel`` × ``kernel`` windows: the maximum (as the paper).
+
+    Input (n_samples, C, H, W) → (n_samples, C, H', W'), H' = ⌊(H − kernel) / stride⌋ + 1.
+    On bits the maximum is the OR, which the circuit builds from two-input OR gates.
+    """
+
+    def __init__(self, kernel: int = 2, stride: int = 2, *, backend: str = "auto"):
+        super().__init__()
+        for name, v in (("kernel", kernel), ("stride", stride)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise ConfigError(f"OrPooling2d {name} must be an integer ≥ 1, got {v!r}")
+        self.kernel, self.stride, self.backend = int(kernel), int(stride), _check_backend(backend)
+
+    def extra_repr(self) -> str:
+        return f"kernel={self.kernel}, stride={self.stride}"
+
+    def out_size(self, h: int, w: int) -> tuple[int, int]:
+        ho, wo = (conv_out_size(s, self.kernel, self.stride, 0) for s in (h, w))
+        if ho < 1 or wo < 1:
+            raise ConfigError(f"OrPooling2d input {h}×{w} is smaller than its window "
+                              f"(kernel={self.kernel})")
+        return ho, wo
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.ndim != 4:
+            raise KairoError(f"OrPooling2d expects input (n_samples, C, H, W), got "
+                             f"{tuple(x.shape)}")
+        ho, wo = self.out_size(x.shape[2], x.shape[3])
+        if _use_fused(self.backend, x):
+            y = _load_kernels().pool(x.permute(1, 2, 3, 0), self.kernel, self.stride, ho, wo)
+            return y.permute(3, 0, 1, 2)
+        return nn.functional.max_pool2d(x, self.kernel, self.stride)
 
 
 class GroupSum(nn.Module):
@@ -120,6 +405,9 @@ class GroupSum(nn.Module):
         if x.shape[-1] % self.k:
             raise ConfigError(f"class groups do not divide the outputs: {x.shape[-1]} outputs "
                               f"into {self.k} classes")
+        if x.ndim == 2 and not x.is_contiguous() and x.t().is_contiguous():
+            # neuron-major (a fused layer's output): sum the groups without transposing
+            return x.t().reshape(self.k, -1, x.shape[0]).sum(1).t() / self.tau
         return x.reshape(*x.shape[:-1], self.k, -1).sum(-1) / self.tau
 
 

@@ -4,6 +4,7 @@ discrete circuit a trained model becomes."""
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import tempfile
 import time
@@ -13,35 +14,77 @@ import numpy as np
 import torch
 from torch import nn
 
-from kairo._errors import DataError, KairoError
+from kairo._errors import ConfigError, DataError, KairoError
 from kairo.logic._circuit import Circuit
 from kairo.logic._commands import LogicTrainConfig
-from kairo.logic._layers import Binarize, GroupSum, LogicDense
+from kairo.logic._gates import GATE_NAMES
+from kairo.logic._layers import (Binarize, GroupSum, LogicConv2d, LogicDense, OrPooling2d,
+                                  fused_threads)
 
 __all__ = ["LogicTrainConfig", "LogicNet", "build_model", "load_data", "train", "to_circuit",
-           "save_checkpoint", "load_checkpoint"]
+           "predict", "save_checkpoint", "load_checkpoint"]
+
+OR = GATE_NAMES.index("OR")
 
 
 class LogicNet(nn.Module):
-    """Binarize → LogicDense × layers → GroupSum."""
+    """Binarize → [LogicConv2d → OrPooling2d] × conv_blocks → LogicDense × layers → GroupSum.
+
+    Without kernels (``cfg.kernels`` = 0) ``features`` is empty and the dense layers read the
+    bits directly. With kernels the thresholds are the channels of the first convolution:
+    bits (n, T·784) threshold-major → (n, T, 28, 28); the last feature map is flattened
+    channel-major (torch's ``flatten``) for the dense layers.
+    """
 
     def __init__(self, n_pixels: int, cfg: LogicTrainConfig):
         super().__init__()
         self.binarize = Binarize(cfg.thresholds)
         rng = np.random.default_rng(np.random.SeedSequence([cfg.seed, 11]))
-        sizes = [n_pixels * self.binarize.n_levels] + [cfg.hidden] * cfg.layers
+        n_levels = self.binarize.n_levels
+        side = math.isqrt(n_pixels)
+        blocks = []
+        if cfg.kernels:
+            if side * side != n_pixels:
+                raise ConfigError(f"convolutional models need square images, got {n_pixels} "
+                                  f"pixels")
+            c_in = n_levels
+            for i in range(cfg.conv_blocks):
+                c_out = cfg.kernels * cfg.conv_growth ** i
+                conv = LogicConv2d(c_in, c_out, receptive=cfg.receptive, depth=cfg.conv_depth,
+                                   stride=cfg.conv_stride, padding=cfg.padding,
+                                   groups=cfg.conv_groups, pairing=cfg.pairing,
+                                   residual_init=cfg.residual_init, mode=cfg.gate_mode,
+                                   tau=cfg.gumbel_tau, seed=rng, backend=cfg.backend)
+                blocks += [conv, OrPooling2d(2, 2, backend=cfg.backend)]
+                c_in = c_out
+            h = side
+            for m in blocks:
+                h = m.out_size(h, h)[0]
+            n_flat = c_in * h * h
+        else:
+            n_flat = n_pixels * n_levels
+        self.features = nn.Sequential(*blocks)
+        sizes = [n_flat] + [cfg.hidden] * cfg.layers
         self.logic = nn.Sequential(*[
             LogicDense(i, o, pairing=cfg.pairing, residual_init=cfg.residual_init,
-                       mode=cfg.gate_mode, tau=cfg.gumbel_tau, seed=rng)
+                       mode=cfg.gate_mode, tau=cfg.gumbel_tau, seed=rng, backend=cfg.backend)
             for i, o in zip(sizes[:-1], sizes[1:])])
         self.head = GroupSum(len(cfg.classes), cfg.tau)
-        self.n_pixels = n_pixels
+        self.n_pixels, self.side = n_pixels, side
 
     def bits(self, images: torch.Tensor) -> torch.Tensor:
         return self.binarize(images)
 
+    def gate_layers(self) -> list[nn.Module]:
+        """Every layer with trainable gates, in order."""
+        return [m for m in self.modules() if isinstance(m, (LogicConv2d, LogicDense))]
+
     def forward(self, images: torch.Tensor) -> torch.Tensor:
-        return self.head(self.logic(self.bits(images)))
+        x = self.bits(images)                                        # (n, T·784)
+        if len(self.features):
+            x = x.reshape(x.shape[0], -1, self.side, self.side)      # (n, T, 28, 28)
+            x = self.features(x).flatten(1)                          # (n, K·h·w)
+        return self.head(self.logic(x))
 
 
 def build_model(cfg: LogicTrainConfig, n_pixels: int = 784) -> LogicNet:
@@ -77,25 +120,36 @@ def check_images(x, n_pixels: int = 784) -> np.ndarray:
     return x.reshape(x.shape[0], -1)
 
 
+def _eval_batch(model: LogicNet) -> int:
+    # the torch conv path gathers (n, K, 2^(depth−1), H·W) per input side: keep it bounded
+    return 2000 if not len(model.features) else 256
+
+
+@torch.no_grad()
+def predict(model: LogicNet, x: np.ndarray, *, batch: int | None = None) -> np.ndarray:
+    """Class predictions of ``model`` as it is (train or eval mode), in memory-bounded batches."""
+    batch = batch or _eval_batch(model)
+    with fused_threads(model):
+        out = [model(torch.from_numpy(np.array(x[s:s + batch]))).argmax(1).numpy()
+               for s in range(0, len(x), batch)]
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+
 @torch.no_grad()
 def accuracy(model: LogicNet, x: np.ndarray, y: np.ndarray, *, discrete: bool,
-             batch: int = 2000) -> float:
+             batch: int | None = None) -> float:
     was = model.training
     model.train(not discrete)
+    modes = [(m, m.mode) for m in model.gate_layers()]
     if not discrete:                       # the relaxed model, without Gumbel noise
-        modes = [(m, m.mode) for m in model.logic]
         for m, _ in modes:
             m.mode = "soft"
     try:
-        hits = 0
-        for s in range(0, len(y), batch):
-            xb = torch.from_numpy(x[s:s + batch])
-            hits += int((model(xb).argmax(1).numpy() == y[s:s + batch]).sum())
+        hits = int((predict(model, x, batch=batch) == y).sum())
     finally:
         model.train(was)
-        if not discrete:
-            for m, mode in modes:
-                m.mode = mode
+        for m, mode in modes:
+            m.mode = mode
     return hits / max(1, len(y))
 
 
@@ -181,21 +235,22 @@ def train(cfg: LogicTrainConfig, *, checkpoint=None, data=None, log=print,
     t0 = time.perf_counter()
     bar = progress(range(start, cfg.iters), total=cfg.iters - start, desc="train",
                    enabled=progress_bar)
-    for it in bar:
-        idx = torch.randint(0, len(ytr), (cfg.batch,), generator=gen).numpy()
-        xb, yb = torch.from_numpy(xtr[idx]), torch.from_numpy(ytr[idx])
-        loss = loss_fn(model(xb), yb)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        done = it + 1
-        if done % cfg.eval_every == 0 or done == cfg.iters:
-            xv, yv = data["val"]
-            history.append({"iter": done, "loss": loss.item(),
-                            "val_relaxed": accuracy(model, xv, yv, discrete=False),
-                            "val_discrete": accuracy(model, xv, yv, discrete=True)})
-        if ckpt is not None and (done % cfg.checkpoint_every == 0 or done == cfg.iters):
-            save_checkpoint(ckpt, model, opt, cfg, done, history, gen.get_state())
+    with fused_threads(model):
+        for it in bar:
+            idx = torch.randint(0, len(ytr), (cfg.batch,), generator=gen).numpy()
+            xb, yb = torch.from_numpy(xtr[idx]), torch.from_numpy(ytr[idx])
+            loss = loss_fn(model(xb), yb)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            done = it + 1
+            if done % cfg.eval_every == 0 or done == cfg.iters:
+                xv, yv = data["val"]
+                history.append({"iter": done, "loss": loss.item(),
+                                "val_relaxed": accuracy(model, xv, yv, discrete=False),
+                                "val_discrete": accuracy(model, xv, yv, discrete=True)})
+            if ckpt is not None and (done % cfg.checkpoint_every == 0 or done == cfg.iters):
+                save_checkpoint(ckpt, model, opt, cfg, done, history, gen.get_state())
     secs = time.perf_counter() - t0
     model.eval()
     return {"model": model, "history": history, "resumed_from": resumed, "seconds": secs,
@@ -203,23 +258,102 @@ def train(cfg: LogicTrainConfig, *, checkpoint=None, data=None, log=print,
 
 
 # ---------------------------------------------------------------------------- circuits
+class _Netlist:
+    """Gates appended in topological order; ``add`` returns the new gates' node ids."""
+
+    def __init__(self, n_inputs: int):
+        self.n_inputs, self.n_nodes = n_inputs, n_inputs
+        self.ops: list[np.ndarray] = []
+        self.a: list[np.ndarray] = []
+        self.b: list[np.ndarray] = []
+        self._zero: int | None = None
+
+    def add(self, ops, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        a, b = np.broadcast_arrays(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64))
+        ops = np.broadcast_to(np.asarray(ops, dtype=np.uint8), a.shape)
+        self.ops.append(ops.ravel())
+        self.a.append(a.ravel())
+        self.b.append(b.ravel())
+        ids = self.n_nodes + np.arange(a.size, dtype=np.int64).reshape(a.shape)
+        self.n_nodes += a.size
+        return ids
+
+    def zero(self) -> int:
+        """A constant-0 node (FALSE gate on input 0; ``simplify`` folds it away)."""
+        if self._zero is None:
+            self._zero = int(self.add(0, 0, 0))
+        return self._zero
+
+    def circuit(self, outputs: np.ndarray, n_classes: int, meta: dict) -> Circuit:
+        def cat(v, dt):
+            return np.concatenate(v) if v else np.zeros(0, dtype=dt)
+
+        return Circuit(n_inputs=self.n_inputs, ops=cat(self.ops, np.uint8),
+                       a=cat(self.a, np.int64), b=cat(self.b, np.int64),
+                       outputs=np.asarray(outputs, dtype=np.int64).ravel(),
+                       n_classes=n_classes, meta=meta)
+
+
+def _conv_circuit(net: _Netlist, layer: LogicConv2d, nodes: np.ndarray) -> np.ndarray:
+    """Every position of every kernel instantiates its own tree: (C, H, W) → (K, H', W')."""
+    _, h, w = nodes.shape
+    ho, wo = layer.out_size(h, w)
+    p, s = layer.padding, layer.stride
+    if p:
+        nodes = np.pad(nodes, ((0, 0), (p, p), (p, p)), constant_values=net.zero())
+    ch = layer.channels.numpy()[:, np.arange(2 ** layer.depth) % 2]        # (K, S)
+    dy, dx = layer.dy.numpy(), layer.dx.numpy()
+    ys = (np.arange(ho) * s)[None, None, :, None] + dy[:, :, None, None]     # (K, S, H', 1)
+    xs = (np.arange(wo) * s)[None, None, None, :] + dx[:, :, None, None]     # (K, S, 1, W')
+    inp = nodes[ch[:, :, None, None], ys, xs]                                 # (K, S, H', W')
+    ops = layer.ops()[:, :, None, None]                                       # (K, G, 1, 1)
+    a, b, lo = inp[:, 0::2], inp[:, 1::2], 0
+    while True:
+        size = a.shape[1]
+        out = net.add(ops[:, lo:lo + size], a, b)                             # (K, size, H', W')
+        lo += size
+        if size == 1:
+            return out[:, 0]
+        a, b = out[:, 0::2], out[:, 1::2]
+
+
+def _pool_circuit(net: _Netlist, layer: OrPooling2d, nodes: np.ndarray) -> np.ndarray:
+    """OR over each window as a balanced tree of two-input OR gates: (C, H, W) → (C, H', W')."""
+    _, h, w = nodes.shape
+    ho, wo = layer.out_size(h, w)
+    k, s = layer.kernel, layer.stride
+    terms = [nodes[:, dy:dy + s * (ho - 1) + 1:s, dx:dx + s * (wo - 1) + 1:s]
+             for dy in range(k) for dx in range(k)]
+    while len(terms) > 1:
+        nxt = [net.add(OR, terms[i], terms[i + 1]) for i in range(0, len(terms) - 1, 2)]
+        terms = nxt + terms[len(nxt) * 2:]
+    return terms[0]
+
+
 def to_circuit(model: LogicNet, meta: dict | None = None) -> Circuit:
-    """The discrete network as a netlist: input bits (threshold-major) → gates → outputs."""
-    n_in = model.logic[0].n_in
-    ops, a, b = [], [], []
-    offset = 0                # node id of the first output of the previous layer
-    n_prev = n_in
+    """The discrete network as a netlist: input bits (threshold-major) → gates → outputs.
+
+    Layer by layer in the model's order; conv trees are instantiated at every position,
+    padding reads one constant-0 node, OR pooling becomes OR gates.
+    """
+    n_in = model.binarize.n_levels * model.n_pixels
+    net = _Netlist(n_in)
+    nodes = np.arange(n_in, dtype=np.int64)
+    if len(model.features):
+        nodes = nodes.reshape(model.binarize.n_levels, model.side, model.side)
+        for layer in model.features:
+            if isinstance(layer, LogicConv2d):
+                nodes = _conv_circuit(net, layer, nodes)
+            elif isinstance(layer, OrPooling2d):
+                nodes = _pool_circuit(net, layer, nodes)
+            else:
+                raise KairoError(f"to_circuit: no circuit for layer {type(layer).__name__}")
+        nodes = nodes.reshape(-1)                    # channel-major, as torch's flatten
     for layer in model.logic:
-        base = n_in + sum(len(o) for o in ops)
-        ops.append(layer.ops())
-        a.append(layer.ia.numpy() + offset)
-        b.append(layer.ib.numpy() + offset)
-        offset, n_prev = base, layer.n_out
-    outputs = offset + np.arange(n_prev)
-    return Circuit(n_inputs=n_in, ops=np.concatenate(ops), a=np.concatenate(a),
-                   b=np.concatenate(b), outputs=outputs, n_classes=model.head.k,
-                   meta={"thresholds": model.binarize.t.numpy().astype(int).tolist(),
-                         "n_pixels": model.n_pixels, **(meta or {})})
+        nodes = net.add(layer.ops(), nodes[layer.ia.numpy()], nodes[layer.ib.numpy()])
+    return net.circuit(nodes, model.head.k,
+                       {"thresholds": model.binarize.t.numpy().astype(int).tolist(),
+                        "n_pixels": model.n_pixels, **(meta or {})})
 
 
 def image_bits(circuit_or_thresholds, images: np.ndarray) -> np.ndarray:

