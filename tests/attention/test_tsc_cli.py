@@ -134,7 +134,8 @@ def test_bad_user_files(trained, tmp_path, capsys):
     x = np.random.default_rng(0).normal(size=(10, 1, 24)).astype(np.float32)
     x[3, 0, 5] = np.nan
     np.savez(tmp_path / "nan.npz", x=x, y=np.zeros(10, dtype=np.int64))
-    np.savez(tmp_path / "long.npz", x=np.nan_to_num(np.concatenate([x, x], 2)), y=np.zeros(10, dtype=np.int64))
+    np.savez(tmp_path / "long.npz", x=np.nan_to_num(np.concatenate([x, x], 2)),
+             y=np.zeros(10, dtype=np.int64))
     np.savez(tmp_path / "labels.npz", x=np.nan_to_num(x), y=np.zeros(7, dtype=np.int64))
     (tmp_path / "corrupt.pt").write_bytes((trained / "model.pt").read_bytes()[:500])
     model = str(trained / "model.pt")
