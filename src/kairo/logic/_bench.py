@@ -10,8 +10,8 @@ images, and must predict the same classes:
 ``anchor``
     The method difflogic describes for its compiled networks, written here from that
     description: NumPy thresholds the images (uint8 compares) and packs them with
-    ``np.packbits`` into 64-bit words (64 images per word, in batches), then a generated C function with one statement
-    per gate on ``uint64_t`` evaluates each word and sums each class's votes by popcount
+    ``np.packbits`` into 64-bit words (64 images per word, in batches), then a generated C
+    function with one statement per gate on ``uint64_t`` evaluates each word and sums each class's votes by popcount
     (64 × 64 bit transposes) before the argmax. Compiled with ``gcc -O3 -march=native``.
 ``kairo_bits`` (informational)
     NumPy thresholding + :meth:`CompiledCircuit.predict` on the 0/1 matrix — what the C back
@@ -48,13 +48,15 @@ ANCHOR_BATCH = 8192            # images NumPy thresholds and packs per call
 
 # ============================================================================ compiling
 def _compile(src: str, stem: str, flags=ANCHOR_FLAGS, cache_dir=None) -> ctypes.CDLL:
-    """Build ``src`` into a cached shared library (keyed on source, flags and CPU)."""
+    """Build ``src`` into a cached shared library (keyed on source, flags and CPU); the
+    returned library's ``kairo_from_cache`` attribute says whether gcc was skipped."""
     key = hashlib.sha256("\0".join([src, " ".join(flags), be._cpu_fingerprint()])
                          .encode()).hexdigest()[:32]
     cache = Path(cache_dir) if cache_dir is not None else be._default_cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
     lib = cache / f"{stem}-{key}.so"
-    if not lib.is_file():
+    from_cache = lib.is_file()
+    if not from_cache:
         csrc = cache / f"{stem}-{key}.c"
         be._atomic_write(csrc, src, "C source")
         fd, tmp = tempfile.mkstemp(dir=cache, prefix=f".{lib.name}.", suffix=".tmp")
@@ -69,7 +71,9 @@ def _compile(src: str, stem: str, flags=ANCHOR_FLAGS, cache_dir=None) -> ctypes.
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
-    return ctypes.CDLL(str(lib))
+    out = ctypes.CDLL(str(lib))
+    out.kairo_from_cache = from_cache
+    return out
 
 
 # ============================================================================ bandwidth
@@ -275,14 +279,24 @@ def _time(fn, repeats: int) -> list[float]:
 
 
 def cpu_model() -> str:
+    """Model name, family/model numbers and the SIMD extensions the C code can use."""
+    info: dict[str, str] = {}
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+                key, _, val = line.partition(":")
+                if key.strip() in ("model name", "cpu family", "model") and \
+                        key.strip() not in info:
+                    info[key.strip()] = val.strip()
+                if not line.strip():
+                    break
     except OSError:
         pass
-    return platform.processor() or platform.machine()
+    name = info.get("model name") or platform.processor() or platform.machine()
+    simd = [f for f in ("avx2", "avx512f", "avx512bw", "gfni") if f in be._cpu_flags()]
+    fam = (f" family {info['cpu family']} model {info['model']}"
+           if "cpu family" in info and "model" in info else "")
+    return f"{name}{fam}" + (f" ({', '.join(simd)})" if simd else "")
 
 
 def run_bench(circuit: Circuit, images: np.ndarray, *, repeats: int = 5, width="auto",
@@ -302,7 +316,7 @@ def run_bench(circuit: Circuit, images: np.ndarray, *, repeats: int = 5, width="
         raise DataError("no images to benchmark (got shape (0, …))")
     res: dict = {"n_images": int(n), "bytes_per_image": int(images.shape[1]),
                  "repeats": int(repeats), "cpu": cpu_model(),
-                 "loadavg_before": list(os.getloadavg()),
+                 "loadavg_before": [round(v, 2) for v in os.getloadavg()],
                  "circuit": {**{k: v for k, v in circuit.stats().items()
                                 if k != "gates_by_op"},
                              "live_gates": int(be._live_nodes(circuit)[circuit.n_inputs:]
@@ -353,7 +367,8 @@ def run_bench(circuit: Circuit, images: np.ndarray, *, repeats: int = 5, width="
                                            "gate on uint64, popcount group sums",
                                  "flags": list(ANCHOR_FLAGS), "predictions_equal": True,
                                  "c_only_images_per_s": n / min(t_c),
-                                 "compile_seconds": round(an.compile_seconds, 2)})
+                                 "compile_seconds": round(an.compile_seconds, 2),
+                                 "library_from_cache": an._lib.kairo_from_cache})
             del words
     if bits_path:
         th = numpy_thresholds(circuit)
@@ -379,7 +394,7 @@ def run_bench(circuit: Circuit, images: np.ndarray, *, repeats: int = 5, width="
         bound = bw["bytes_per_s"] / images.shape[1]
         res["bandwidth"] = {**bw, "bound_images_per_s": bound,
                             "kairo_fraction_of_bound": impl["kairo"]["images_per_s"] / bound}
-    res["loadavg_after"] = list(os.getloadavg())
+    res["loadavg_after"] = [round(v, 2) for v in os.getloadavg()]
     return res
 
 

@@ -125,9 +125,11 @@ def _run(cmd: list[str], cwd: Path, timeout: float, what: str, *,
                          f"{FPGA_INSTALL}") from None
 
 
-def _version(cmd: list[str], flag: str, timeout: float) -> str:
+def _version(cmd: list[str], flag: str, timeout: float, cwd: Path) -> str:
+    # run in the work folder: a tool that ignores the flag must not write into the caller's cwd
     try:
-        r = subprocess.run(cmd + [flag], capture_output=True, text=True, timeout=timeout)
+        r = subprocess.run(cmd + [flag], capture_output=True, text=True, timeout=timeout,
+                           cwd=cwd)
         lines = (r.stdout + r.stderr).strip().splitlines()
         return next((ln for ln in lines if not ln.startswith("Preparing")), "").strip()
     except (OSError, subprocess.SubprocessError):
@@ -411,8 +413,9 @@ def synthesize(circuit: Circuit, target: str = "ice40-up5k", *, workdir, pipelin
                    "latency_cycles": k + 1, "freq_target_mhz": float(freq_mhz),
                    "seed": int(seed)},
         "tools": {"yosys": " ".join(yosys), "nextpnr": " ".join(nextpnr),
-                  "yosys_version": _version(yosys, "-V", min(timeout, 600)),
-                  "nextpnr_version": _version(nextpnr, "--version", min(timeout, 600))},
+                  "yosys_version": _version(yosys, "-V", min(timeout, 600), workdir),
+                  "nextpnr_version": _version(nextpnr, "--version", min(timeout, 600),
+                                              workdir)},
     }
     log(f"yosys: synthesizing {live} gates for {tgt.name} …")
     t0 = time.perf_counter()
