@@ -11,8 +11,9 @@ images, and must predict the same classes:
     The method difflogic describes for its compiled networks, written here from that
     description: NumPy thresholds the images (uint8 compares) and packs them with
     ``np.packbits`` into 64-bit words (64 images per word, in batches), then a generated C
-    function with one statement per gate on ``uint64_t`` evaluates each word and sums each class's votes by popcount
-    (64 × 64 bit transposes) before the argmax. Compiled with ``gcc -O3 -march=native``.
+    function with one statement per gate on ``uint64_t`` evaluates each word and sums each
+    class's votes by popcount (64 × 64 bit transposes) before the argmax. Compiled with
+    ``gcc -O3 -march=native``.
 ``kairo_bits`` (informational)
     NumPy thresholding + :meth:`CompiledCircuit.predict` on the 0/1 matrix — what the C back
     end offered before ``predict_images``.
