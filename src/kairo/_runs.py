@@ -19,7 +19,8 @@ import yaml
 from kairo._config import config_to_dict
 from kairo._errors import KairoError
 
-__all__ = ["ResultsDir", "environment", "default_out", "atomic_write_text"]
+__all__ = ["ResultsDir", "environment", "default_out", "atomic_write",
+           "atomic_write_text"]
 
 _PACKAGES = ("kairo", "numpy", "scipy", "pandas", "scikit-learn", "torch", "matplotlib",
              "reservoirpy", "flygym", "mujoco")
@@ -44,19 +45,24 @@ def default_out(command: str) -> Path:
     return Path("results") / f"{command.replace(' ', '-')}-{stamp}"
 
 
-def atomic_write_text(path, text: str) -> Path:
-    """Write ``text`` to a temporary sibling, then rename it over ``path``: readers never see
-    a half-written file, and a failure leaves the old file (or none)."""
+def atomic_write(path, write) -> Path:
+    """Call ``write(tmp)`` on a temporary sibling of ``path``, then rename it over ``path``:
+    readers never see a half-written file, and a failure leaves the old file (or none)."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
     try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
+        write(tmp)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
     return path
+
+
+def atomic_write_text(path, text: str) -> Path:
+    """``atomic_write`` of a text file."""
+    return atomic_write(path, lambda tmp: Path(tmp).write_text(text))
 
 
 def _jsonable(o):

@@ -12,8 +12,6 @@ import dataclasses
 import hashlib
 import json
 import math
-import os
-import tempfile
 import time
 from pathlib import Path
 
@@ -22,6 +20,7 @@ import torch
 from torch import nn
 
 from kairo._errors import ConfigError, DataError, DataNotFoundError, KairoError
+from kairo._runs import atomic_write
 from kairo.attention._configs import SCHEDULES, TrainConfig
 from kairo.attention._data import TSData, _check_finite, stratified_split, znormalize
 
@@ -103,14 +102,7 @@ def _diff(saved: dict, now: dict) -> dict:
 def _atomic_save(obj, path: Path) -> None:
     """Write a temp file in the same folder, then rename it over ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        torch.save(obj, tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    atomic_write(path, lambda tmp: torch.save(obj, tmp))
 
 
 def _read(path: Path, fmt: str, what: str) -> dict:

@@ -148,15 +148,9 @@ def _atomic_write(path, text: str, what: str) -> Path:
     if not path.parent.is_dir():
         raise KairoError(f"{what} {path}: folder {path.parent} does not exist; create it first "
                          f"(mkdir -p {path.parent})")
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
+    from kairo._runs import atomic_write_text
+
+    return atomic_write_text(path, text)
 
 
 def _stderr_head(text: str, n: int = 12) -> str:

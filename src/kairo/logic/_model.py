@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
-import tempfile
 import time
 from pathlib import Path
 
@@ -15,6 +13,7 @@ import torch
 from torch import nn
 
 from kairo._errors import ConfigError, DataError, KairoError
+from kairo._runs import atomic_write
 from kairo.logic._circuit import Circuit
 from kairo.logic._commands import LogicTrainConfig
 from kairo.logic._gates import GATE_NAMES
@@ -162,14 +161,7 @@ def save_checkpoint(path, model, optimizer, cfg: LogicTrainConfig, it: int, hist
              "arch": cfg.arch(), "config": dataclasses.asdict(cfg),
              "model": model.state_dict(), "optimizer": optimizer.state_dict(),
              "history": history, "torch_rng": rng_state}
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        torch.save(state, tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    atomic_write(path, lambda tmp: torch.save(state, tmp))
 
 
 def load_checkpoint(path, cfg: LogicTrainConfig | None = None) -> dict:
