@@ -8,8 +8,10 @@ Sections (each records the load average before and after, because the machine is
                  outputs (eval mode, post-LN and pre-LN, with and without a key-padding mask).
 2. speed       — samples/s on x [64, 1, 700], 10 classes, 2 torch threads: training (forward,
                  cross-entropy, backward, AdamW step) and inference (eval, no_grad). Models:
-                 kairo Transformer (step tokens, pre-LN and post-LN, and with attention dropout
-                 0.1 for reference), kairo patch-16 Transformer, kairo ResNet1D;
+                 kairo Transformer (step tokens, pre-LN and post-LN, with dropout 0 for the
+                 equal-computation ratio, and with attention dropout 0.1 for reference), kairo
+                 patch-16 Transformer, kairo ResNet1D (kernels 8, 5, 3 as Fawaz et al.; and
+                 7, 5, 3 as tsai's ResNet, for the equal-computation ratio);
                  ``nn.TransformerEncoder`` with its defaults (FF 2048, dropout 0.1 also on the
                  attention weights, relu, post-LN, sequence-first) and at kairo's size (FF 256,
                  gelu, batch_first; dropout 0.1 and 0), each wrapped in the same Linear(1 → 64)
@@ -459,7 +461,10 @@ def kairo_builders(length: int, n_classes: int) -> dict:
         "kairo_transformer_step_attn_dropout_0.1": kairo(0.1, encoder="transformer",
                                                          tokens="step", norm="pre"),
         "kairo_transformer_patch16": kairo(encoder="transformer", tokens="patch", patch=16),
+        "kairo_transformer_step_dropout0": kairo(encoder="transformer", tokens="step",
+                                                 norm="pre", dropout=0.0),
         "kairo_resnet": kairo(encoder="resnet", layers=3),
+        "kairo_resnet_k753": kairo(encoder="resnet", layers=3, kernel_sizes=(7, 5, 3)),
         "torch_encoder_defaults": torch_enc(**TORCH_DEFAULTS),
         "torch_encoder_same_size": torch_enc(**TORCH_SAME_SIZE, dropout=0.1),
         "torch_encoder_same_size_dropout0": torch_enc(**TORCH_SAME_SIZE, dropout=0.0),
@@ -589,7 +594,10 @@ RATIOS = {  # name: (kairo model, peer model)
     "transformer_vs_torch_same_size_dropout0": ("kairo_transformer_step",
                                                 "torch_encoder_same_size_dropout0"),
     "transformer_vs_tsai_tst": ("kairo_transformer_step", "tsai_tst"),
+    "transformer_dropout0_vs_torch_same_size_dropout0": ("kairo_transformer_step_dropout0",
+                                                         "torch_encoder_same_size_dropout0"),
     "resnet_vs_tsai_resnet": ("kairo_resnet", "tsai_resnet"),
+    "resnet_k753_vs_tsai_resnet": ("kairo_resnet_k753", "tsai_resnet"),
     "patch16_vs_torch_defaults": ("kairo_transformer_patch16", "torch_encoder_defaults"),
     "patch16_vs_torch_same_size": ("kairo_transformer_patch16", "torch_encoder_same_size"),
     "patch16_vs_tsai_tst": ("kairo_transformer_patch16", "tsai_tst"),
@@ -685,7 +693,12 @@ def main(argv=None) -> int:
         "kairo_*": "build_classifier(ModelConfig(pool='mean', d_model=64, n_heads=4, layers=2, "
                    "dropout=0.1)); attention dropout 0 (kairo's default) unless named; head "
                    "LayerNorm + Linear",
-        "kairo_resnet": "ModelConfig(encoder='resnet', d_model=64, layers=3, pool='mean')",
+        "kairo_resnet": "ModelConfig(encoder='resnet', d_model=64, layers=3, pool='mean'): "
+                        "kernels 8, 5, 3 as in Fawaz et al. 2019",
+        "kairo_resnet_k753": "the same with kernel_sizes=(7, 5, 3), the kernels tsai's ResNet "
+                             "uses: the equal-computation comparison",
+        "kairo_transformer_step_dropout0": "dropout=0 everywhere, the equal-computation "
+                                           "comparison with torch_encoder_same_size_dropout0",
         "torch_encoder_defaults": "nn.TransformerEncoderLayer(d_model=64, nhead=4) otherwise "
                                   "default (FF 2048, dropout 0.1 incl. attention weights, relu, "
                                   "post-LN, batch_first=False) × 2 in nn.TransformerEncoder",

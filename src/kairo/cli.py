@@ -91,10 +91,13 @@ _TSC_HELP = {
     "positional": "positional encoding: sinusoidal, learned, rope, none",
     "n_kv_heads": "key/value heads: 0 = n_heads (MHA), 1 = MQA, else GQA",
     "layers": "Transformer blocks or ResNet blocks",
+    "kernel_sizes": "ResNet: comma-separated kernel sizes of each block's convolutions",
     "model": "a model.pt written by kairo tsc train",
     "input": "series to classify: .ts, .csv or .npz/.npy",
     "seeds": "training seeds per configuration",
-    "reuse": "runs.csv of an earlier compare-pooling/benchmark run (no retraining)",
+    "reuse": "runs.csv of an earlier compare-pooling/benchmark run (the grid is not retrained)",
+    "refit": "train the chosen configuration again on the whole training split (no hold-out, "
+             "all epochs) and report those runs",
     "samples": "comma-separated series indices",
 }
 

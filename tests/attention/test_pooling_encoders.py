@@ -151,6 +151,7 @@ def _encoders():
     return {
         "resnet": ResNet1D(2, d=8, blocks=2),
         "resnet-stride": ResNet1D(2, d=8, blocks=2, stride=2),
+        "resnet-odd-even-stride": ResNet1D(2, d=8, blocks=2, kernel_sizes=(7, 4, 3), stride=2),
         "step-sin": TransformerEncoder(2, d=16, n_heads=4, layers=2, max_len=64),
         "step-rope-gqa": TransformerEncoder(2, d=16, n_heads=4, n_kv_heads=2, layers=2,
                                             positional="rope", max_len=64),
@@ -322,7 +323,9 @@ def test_arch_and_config_errors():
            ({"layers": 0}, "field 'layers' must be an integer ≥ 1"),
            ({"dropout": 1.0}, r"field 'dropout' must be in \[0, 1\)"),
            ({"pool": "mha", "pool_heads": 3}, r"'pool_heads' \(3\) must divide d_model \(64\)"),
-           ({"positional": "rope", "d_model": 12, "n_heads": 4}, "rope needs an even head size")]
+           ({"positional": "rope", "d_model": 12, "n_heads": 4}, "rope needs an even head size"),
+           ({"kernel_sizes": (8, 0)}, "'kernel_sizes' must be a non-empty list of integers"),
+           ({"kernel_sizes": ()}, "'kernel_sizes' must be a non-empty list of integers")]
     for kw, match in bad:
         with pytest.raises(ConfigError, match=match):
             ModelConfig(**kw)
@@ -332,3 +335,23 @@ def test_arch_and_config_errors():
         build_classifier({"encoder": "resnet"}, 1, 2, 10)
     with pytest.raises(DataError, match="series have 2 channels"):
         model(torch.randn(1, 2, 10))
+
+
+@pytest.mark.parametrize("kernels,stride", [((8, 5, 3), 1), ((7, 4, 3), 1), ((8, 5, 3), 3)])
+def test_resnet_block_is_same_padded_convolution(kernels, stride):
+    """Each conv sees (k-1)//2 zeros on the left and k//2 on the right, for odd and even k."""
+    import torch.nn.functional as F
+
+    torch.manual_seed(12)
+    enc = ResNet1D(3, d=4, blocks=1, kernel_sizes=kernels, stride=stride).eval()
+    block = enc.blocks[0]
+    x = torch.randn(2, 3, 23)
+    y = x
+    for i, (conv, bn, k) in enumerate(zip(block.convs, block.norms, kernels)):
+        y = bn(F.conv1d(F.pad(y, ((k - 1) // 2, k // 2)), conv.weight,
+                        stride=stride if i == 0 else 1))
+        y = F.relu(y) if i < len(kernels) - 1 else y
+    ref = F.relu(y + block.shortcut(x))
+    out, _ = enc(x)
+    assert out.shape == (2, -(-23 // stride), 4)            # one block: width d
+    torch.testing.assert_close(out, ref.transpose(1, 2), atol=1e-5, rtol=1e-5)

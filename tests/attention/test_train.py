@@ -199,9 +199,13 @@ def test_variable_length_data_and_no_validation_set():
     rng = np.random.default_rng(0)
     series = [rng.normal(size=(2, n)) + (i % 2) for i, n in enumerate(rng.integers(8, 20, 24))]
     data = from_arrays(series, np.arange(24) % 2, pad=True, name="toy")
-    cfg = TrainConfig(epochs=3, batch=8, val_fraction=0.0, threads=1)
+    cfg = TrainConfig(epochs=6, batch=8, val_fraction=0.0, patience=1, threads=1)
     r = fit(TINY, cfg, data, **QUIET)
-    assert r["best_epoch"] == 3 and all(e["val_loss"] is None for e in r["history"])
+    assert all(e["val_loss"] is None for e in r["history"])
+    # no validation set: all epochs run (patience ignored), the lowest training loss is kept
+    losses = [e["train_loss"] for e in r["history"]]
+    assert len(losses) == 6 and not r["stopped_early"]
+    assert r["best_epoch"] == int(np.argmin(losses)) + 1
     pred, proba = predict(r["model"], data.x, data.mask)
     assert pred.shape == (24,) and proba.shape == (24, 2)
 

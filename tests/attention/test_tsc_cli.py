@@ -89,11 +89,37 @@ def test_compare_pooling_and_benchmark_reuse(tmp_path):
     assert (out / "pooling.png").is_file()
     bench = tmp_path / "bench"
     assert main(["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--reuse",
-                 str(out / "runs.csv"), "--out", str(bench)]) == 0
+                 str(out / "runs.csv"), "--refit", "false", "--out", str(bench)]) == 0
     table = pd.read_csv(bench / "benchmark.csv")
     row = table.iloc[0]
     assert row.dataset == "ItalyPowerDemand" and row["pool"] in {"mean", "max", "attention"}
     assert 0.9 < row["HC2"] < 1                       # published, from the aeon wheel
+    # chosen on validation accuracy, from the grid's own runs
+    grid = runs.groupby("pool").agg(val=("val_accuracy", "mean"), test=("test_accuracy", "mean"))
+    assert grid.val[row["pool"]] == grid.val.max()
+    assert row.kairo == pytest.approx(grid.test[row["pool"]])
+    assert not (bench / "refit_runs.csv").exists()
+
+    # refit: the chosen configuration trained again on the whole training split, per seed
+    refit = tmp_path / "refit"
+    assert main(["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--reuse",
+                 str(out / "runs.csv"), "--seeds", "2", "--workers", "1", "--epochs", "2",
+                 "--d-model", "8", "--layers", "1", "--out", str(refit)]) == 0
+    rr = pd.read_csv(refit / "refit_runs.csv")
+    assert len(rr) == 2 and set(rr["pool"]) == {row["pool"]} and set(rr.seed) == {0, 1}
+    assert rr.val_accuracy.isna().all() and (rr.epochs_run == 2).all()
+    r2 = pd.read_csv(refit / "benchmark.csv").iloc[0]
+    assert r2.kairo == pytest.approx(rr.test_accuracy.mean())
+    assert r2.selection_test == pytest.approx(row.kairo)
+
+    # one configuration and refit: nothing to choose, so only the refit runs are trained
+    one = tmp_path / "one"
+    assert main(["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--encoders", "resnet",
+                 "--pools", "max", "--seeds", "1", "--workers", "1", "--epochs", "2",
+                 "--d-model", "8", "--layers", "1", "--out", str(one)]) == 0
+    assert not (one / "runs.csv").exists()
+    r3 = pd.read_csv(one / "benchmark.csv").iloc[0]
+    assert r3["pool"] == "max" and r3.n == 1 and 0 <= r3.kairo <= 1
 
 
 def test_pooling_tests_known_values():

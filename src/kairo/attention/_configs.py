@@ -32,7 +32,7 @@ class ModelConfig:
     ``layers`` counts Transformer blocks or ResNet blocks. ``norm``, ``tokens``, ``patch``,
     ``positional``, ``n_heads`` and ``n_kv_heads`` only matter for the Transformer encoder.
     ``pool_heads`` is used by the "mha" pool and by the "cls" pool's own block (ResNet only);
-    ``pool_queries`` by "mha".
+    ``pool_queries`` by "mha"; ``kernel_sizes`` (the convolutions of each block) by ResNet.
     """
 
     encoder: str = "transformer"      # resnet, transformer
@@ -48,6 +48,7 @@ class ModelConfig:
     dropout: float = 0.1
     pool_heads: int = 4
     pool_queries: int = 1
+    kernel_sizes: tuple[int, ...] = (8, 5, 3)   # ResNet convs of a block (Fawaz: 8, 5, 3)
 
     def __post_init__(self):
         for name, allowed in (("encoder", ENCODERS), ("pool", POOLS), ("norm", NORMS),
@@ -59,6 +60,11 @@ class ModelConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ConfigError(f"model field {name!r} must be an integer ≥ 1, got {v!r}")
+        ks = self.kernel_sizes
+        if not isinstance(ks, tuple) or not ks or any(
+                isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1 for k in ks):
+            raise ConfigError(f"model field 'kernel_sizes' must be a non-empty list of integers "
+                              f"≥ 1 (e.g. 8,5,3), got {ks!r}")
         if isinstance(self.n_kv_heads, bool) or not isinstance(self.n_kv_heads, int) or \
                 self.n_kv_heads < 0:
             raise ConfigError(f"model field 'n_kv_heads' must be an integer ≥ 0 (0 = n_heads), "

@@ -61,8 +61,11 @@ class _ResBlock(nn.Module):
         self.kernel_sizes, self.stride = tuple(kernel_sizes), stride
         chans = [c_in] + [c_out] * len(self.kernel_sizes)
         # no conv bias: batch norm's shift follows immediately
+        # an odd kernel pads symmetrically inside the conv; an even one (8) needs one more zero
+        # on the right, added by F.pad in forward (one copy of the input per such conv)
         self.convs = nn.ModuleList(
-            nn.Conv1d(a, c_out, k, stride=stride if i == 0 else 1, bias=False, **fk)
+            nn.Conv1d(a, c_out, k, stride=stride if i == 0 else 1, padding=(k - 1) // 2,
+                      bias=False, **fk)
             for i, (a, k) in enumerate(zip(chans[:-1], self.kernel_sizes)))
         self.norms = nn.ModuleList(nn.BatchNorm1d(c_out, **fk) for _ in self.kernel_sizes)
         self.shortcut = nn.Sequential(nn.Conv1d(c_in, c_out, 1, stride=stride, bias=False, **fk),
@@ -82,7 +85,9 @@ class _ResBlock(nn.Module):
             if i and m_out is not None:
                 y = y * m_out
             # 'same' padding for any k (PyTorch's padding="same" refuses stride > 1)
-            y = bn(conv(F.pad(y, ((k - 1) // 2, k // 2))))
+            if k % 2 == 0:
+                y = F.pad(y, (0, 1))
+            y = bn(conv(y))
             if i < last:
                 y = F.relu(y)
         return F.relu(y + self.shortcut(x)), mask

@@ -39,7 +39,8 @@ class TSClassifier(nn.Module):
         self.cfg, self.n_channels, self.n_classes, self.max_len = cfg, n_channels, n_classes, \
             max_len
         if cfg.encoder == "resnet":
-            self.encoder = ResNet1D(n_channels, d=cfg.d_model, blocks=cfg.layers)
+            self.encoder = ResNet1D(n_channels, d=cfg.d_model, blocks=cfg.layers,
+                                    kernel_sizes=cfg.kernel_sizes)
         else:
             self.encoder = TransformerEncoder(
                 n_channels, d=cfg.d_model, n_heads=cfg.n_heads, n_kv_heads=cfg.n_kv_heads or None,

@@ -179,7 +179,8 @@ def fit(model_cfg, train_cfg: TrainConfig, data: TSData, *, checkpoint=None, log
 
     Returns
     -------
-    dict with ``model`` (best-validation-loss weights, eval mode, ``model.fit_meta`` set),
+    dict with ``model`` (the weights of the lowest validation loss, or of the lowest training
+    loss when ``val_fraction`` is 0; eval mode, ``model.fit_meta`` set),
     ``history`` (per epoch: epoch, train_loss, val_loss, val_acc, lr — val_* None without a
     validation set), ``best_epoch``, ``stopped_early``, ``resumed_from`` (epoch or None),
     ``seconds``, ``samples_per_s`` (training series per second) and ``meta``.
@@ -262,12 +263,15 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, log, progress_
         st["history"].append({"epoch": epoch + 1, "train_loss": train_loss,
                               "val_loss": val_loss, "val_acc": val_acc, "lr": lr})
         st["epoch"] = epoch + 1
-        if val_loss is None or val_loss < st["best_loss"]:
-            st["best_loss"] = math.inf if val_loss is None else val_loss
+        # without a validation set the kept weights are those of the lowest training loss
+        # (the protocol of Fawaz et al. 2019) and nothing stops early
+        score = train_loss if val_loss is None else val_loss
+        if score < st["best_loss"]:
+            st["best_loss"] = score
             st["best_epoch"], st["best_state"], st["bad"] = epoch + 1, _cpu_state(model), 0
         else:
             st["bad"] += 1
-        if cfg.patience and st["bad"] >= cfg.patience:
+        if cfg.patience and len(va) and st["bad"] >= cfg.patience:
             st["stopped_early"] = True
             log(f"early stop at epoch {epoch + 1}: no lower validation loss for "
                 f"{cfg.patience} epochs (best {st['best_loss']:.4f} at epoch "
