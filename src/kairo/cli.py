@@ -68,6 +68,8 @@ _HELP = {
     "layers": "logic layers",
     "gate_mode": "soft (softmax mixture) or gumbel (straight-through hard gates)",
     "tau": "GroupSum temperature",
+    "lr_decay_from": "-1: constant lr; else cosine decay of lr to 0 from this iteration on",
+    "shift": "augmentation: move each training image by up to ±shift pixels (0: off)",
     "iters": "training iterations (batches)",
     "circuit": "circuit JSON written by kairo logic train",
     "format": "json, c or verilog",

@@ -115,6 +115,42 @@ def test_config_validation():
         LogicTrainConfig(classes=(1, 1))
     with pytest.raises(ConfigError, match="dataset"):
         LogicTrainConfig(dataset="cifar")
+    with pytest.raises(ConfigError, match="lr_decay_from must be -1"):
+        LogicTrainConfig(iters=100, lr_decay_from=-2)
+    with pytest.raises(ConfigError, match="shift must be 0–8"):
+        LogicTrainConfig(shift=9)
+
+
+def test_cosine_decay_known_values():
+    from kairo.logic._model import lr_at
+
+    cfg = LogicTrainConfig(lr=0.02, iters=100, lr_decay_from=60)
+    assert [lr_at(cfg, i) for i in (0, 59, 60)] == [0.02, 0.02, 0.02]
+    assert lr_at(cfg, 80) == pytest.approx(0.01)          # half way: cos(π/2)
+    assert lr_at(cfg, 99) == pytest.approx(0.02 * 0.5 * (1 + np.cos(np.pi * 39 / 40)))
+    assert lr_at(LogicTrainConfig(lr=0.02, iters=100), 99) == 0.02
+
+
+def test_random_shift_moves_each_image_rigidly():
+    from kairo.logic._model import random_shift
+
+    rng = np.random.default_rng(0)
+    x = np.zeros((50, 28, 28), np.uint8)
+    x[:, 10:18, 9:19] = rng.integers(1, 256, (50, 8, 10))   # content 9+ px from every edge
+    np.testing.assert_array_equal(random_shift(x, 0, rng), x)
+    y = random_shift(x, 3, np.random.default_rng(1))
+    assert y.shape == x.shape and y.dtype == np.uint8
+    moves = set()
+    for a, b in zip(x, y):
+        ra, ca = np.nonzero(a)
+        rb, cb = np.nonzero(b)
+        dy, dx = rb.min() - ra.min(), cb.min() - ca.min()
+        assert abs(dy) <= 3 and abs(dx) <= 3
+        np.testing.assert_array_equal(np.roll(a, (dy, dx), axis=(0, 1)), b)   # pure translation
+        moves.add((dy, dx))
+    assert len(moves) > 10                       # images get their own shifts
+    flat = random_shift(x.reshape(50, 784), 3, np.random.default_rng(1))
+    np.testing.assert_array_equal(flat, y.reshape(50, 784))
 
 
 @pytest.fixture(scope="module")
@@ -142,6 +178,8 @@ def test_training_learns_zero_vs_one_and_the_circuit_agrees(zero_one):
 def test_training_is_reproducible_and_resumes_exactly(zero_one, tmp_path):
     cfg, data = zero_one
     quiet = dict(data=data, log=lambda *_: None, progress_bar=False)
+    # with augmentation and a cosine tail: both must follow the iteration on resume
+    cfg = LogicTrainConfig(**{**cfg.__dict__, "shift": 2, "lr_decay_from": 60})
     full = train(cfg, checkpoint=tmp_path / "full.pt", **quiet)
     # a run "killed" after 40 iterations (its checkpoint), then resumed to 120
     short = LogicTrainConfig(**{**cfg.__dict__, "iters": 40})

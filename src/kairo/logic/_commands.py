@@ -52,6 +52,8 @@ class LogicTrainConfig:
     gumbel_tau: float = 1.0
     tau: float = 10.0                         # GroupSum temperature
     lr: float = 0.01
+    lr_decay_from: int = -1                   # ≥ 0: cosine decay of lr to 0 from this iteration
+    shift: int = 0                            # augment: random translation by up to ±shift px
     batch: int = 128
     iters: int = 1000
     eval_every: int = 200
@@ -84,6 +86,11 @@ class LogicTrainConfig:
             raise ConfigError(f"val_fraction must be in (0, 0.5), got {self.val_fraction}")
         if self.lr <= 0 or self.tau <= 0:
             raise ConfigError("lr and tau must be > 0")
+        if self.lr_decay_from < -1:        # ≥ iters is allowed: the decay starts after the end
+            raise ConfigError(f"lr_decay_from must be -1 (constant lr) or an iteration ≥ 0, got "
+                              f"{self.lr_decay_from}")
+        if not 0 <= self.shift <= 8:
+            raise ConfigError(f"shift must be 0–8 pixels, got {self.shift}")
         if self.kernels < 0:
             raise ConfigError(f"kernels must be ≥ 0 (0: a dense network), got {self.kernels}")
         if self.kernels:

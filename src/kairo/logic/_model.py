@@ -199,6 +199,31 @@ def model_from_checkpoint(path) -> tuple[LogicNet, LogicTrainConfig]:
 
 
 # ---------------------------------------------------------------------------- training
+def lr_at(cfg: LogicTrainConfig, it: int) -> float:
+    """Learning rate of iteration ``it`` (0-based): constant, then with ``lr_decay_from`` ≥ 0
+    a cosine from ``lr`` down to 0 over the remaining iterations. A function of the iteration
+    alone, so a resumed run follows the same schedule."""
+    k = cfg.lr_decay_from
+    if k < 0 or it < k:
+        return cfg.lr
+    return cfg.lr * 0.5 * (1.0 + math.cos(math.pi * (it - k) / (cfg.iters - k)))
+
+
+def random_shift(x: np.ndarray, max_shift: int, rng: np.random.Generator) -> np.ndarray:
+    """Each image of ``x`` (n, 784 or 28×28, uint8) moved by its own random (dy, dx) in
+    −max_shift…max_shift, zeros shifted in."""
+    n = x.shape[0]
+    img = x.reshape(n, 28, 28)
+    p = max_shift
+    padded = np.zeros((n, 28 + 2 * p, 28 + 2 * p), np.uint8)
+    padded[:, p:p + 28, p:p + 28] = img
+    dy, dx = rng.integers(0, 2 * p + 1, size=(2, n))
+    # window origins per image; a gather of rows then columns
+    rows = (dy[:, None] + np.arange(28))[:, :, None]                        # [n, 28, 1]
+    cols = (dx[:, None] + np.arange(28))[:, None, :]                        # [n, 1, 28]
+    return padded[np.arange(n)[:, None, None], rows, cols].reshape(x.shape)
+
+
 def train(cfg: LogicTrainConfig, *, checkpoint=None, data=None, log=print,
           progress_bar: bool | None = None) -> dict:
     """Train; resume from ``checkpoint`` when it holds an earlier state of the same run.
@@ -230,7 +255,14 @@ def train(cfg: LogicTrainConfig, *, checkpoint=None, data=None, log=print,
     with fused_threads(model):
         for it in bar:
             idx = torch.randint(0, len(ytr), (cfg.batch,), generator=gen).numpy()
-            xb, yb = torch.from_numpy(xtr[idx]), torch.from_numpy(ytr[idx])
+            xb = xtr[idx]
+            if cfg.shift:
+                # seeded by (seed, iteration): a resumed run draws the same shifts
+                xb = random_shift(xb, cfg.shift,
+                                  np.random.default_rng(np.random.SeedSequence([cfg.seed, it])))
+            xb, yb = torch.from_numpy(xb), torch.from_numpy(ytr[idx])
+            for group in opt.param_groups:
+                group["lr"] = lr_at(cfg, it)
             loss = loss_fn(model(xb), yb)
             opt.zero_grad(set_to_none=True)
             loss.backward()
