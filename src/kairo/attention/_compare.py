@@ -281,7 +281,8 @@ def run_benchmark(cfg, rd, progress_bar=None) -> str:
     table["vs ResNet"] = table["kairo"] - table["ResNet (Fawaz 2019)"]
     rd.write_table("benchmark.csv", table.reset_index())
     lines = [f"{'dataset':18s} {'kairo':>13s} {'ResNet':>7s} {'HC2':>6s} {'Incep.':>6s} "
-             f"{'WEASEL2':>7s} {'FreshP.':>7s}  configuration (chosen on validation)"]
+             f"{'WEASEL2':>7s} {'FreshP.':>7s}  configuration"
+             + (" (chosen on validation)" if summary.val_mean.notna().any() else "")]
     for ds, r in table.iterrows():
         sd = r.kairo_sd if r.n > 1 else 0.0
         lines.append(f"{ds:18s} {r.kairo:.3f} ± {sd:.3f} {r['ResNet (Fawaz 2019)']:7.3f} "
