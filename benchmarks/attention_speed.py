@@ -58,13 +58,14 @@ import sys
 import tempfile
 import time
 import warnings
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from _common import atomic_write_json, loadavg, section
 
 THREADS = 2
 SEED = 20240611
@@ -101,10 +102,6 @@ _STUB_FILES = {
 
 
 # ------------------------------------------------------------------------------- helpers
-def loadavg() -> list[float]:
-    return [round(v, 2) for v in os.getloadavg()]
-
-
 def cpu_model() -> str | None:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -115,36 +112,12 @@ def cpu_model() -> str | None:
     return platform.processor() or None
 
 
-@contextmanager
-def section(results: dict, name: str):
-    """Record wall time and load average around a section."""
-    gc.collect()
-    rec = {"loadavg_before": loadavg()}
-    print(f"== {name} (loadavg {rec['loadavg_before']})", flush=True)
-    t0 = time.perf_counter()
-    try:
-        yield rec
-    finally:
-        rec["wall_s"] = round(time.perf_counter() - t0, 2)
-        rec["loadavg_after"] = loadavg()
-        results["sections"][name] = rec
 
 
 def n_params(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-def atomic_write_json(path: Path, obj) -> None:
-    """Write to a temporary sibling, then rename over ``path`` (readers never see half a file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(json.dumps(obj, indent=2) + "\n")
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 # ------------------------------------------------------------------------------- timing

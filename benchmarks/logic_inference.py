@@ -53,6 +53,8 @@ from kairo.logic import Circuit
 from kairo.logic import _backends as be
 from kairo.logic import _bench as bb
 
+from _common import atomic_write_json, loadavg, pip_install_no_deps
+
 HERE = Path(__file__).resolve().parent
 TORCHLOGIX = "torchlogix==0.2.2"
 DEFAULT_CIRCUITS = {
@@ -85,10 +87,6 @@ circ = tlx.Circuit(n_inputs=d["n_inputs"], input_shape=[d["n_inputs"]], gates=ga
                    outputs=[s.node_id for s in sums], output_shape=[len(sums)], sum_nodes=sums)
 sys.stdout.write(circ.get_c_code(pack_bits=64))
 """
-
-
-def loadavg() -> list[float]:
-    return [round(v, 2) for v in os.getloadavg()]
 
 
 def train_circuits(work: Path, data_dir: str | None) -> dict[str, Path]:
@@ -142,10 +140,9 @@ def bench_torchlogix(circuit, images, ref, tlx_dir: Path, repeats: int) -> dict:
     if py is None:
         return {"skipped": "no Python >= 3.12 found to run torchlogix's circuit.py"}
     if not (tlx_dir / "torchlogix" / "circuit.py").is_file():
-        r = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--target",
-                            str(tlx_dir), TORCHLOGIX], capture_output=True, text=True)
-        if r.returncode != 0:
-            return {"skipped": f"pip install --no-deps {TORCHLOGIX} failed: {r.stderr[-300:]}"}
+        err = pip_install_no_deps(tlx_dir, TORCHLOGIX)
+        if err:
+            return {"skipped": f"pip install --no-deps {TORCHLOGIX} failed: {err}"}
     src = torchlogix_source(circuit, tlx_dir, py)
     t0 = time.perf_counter()
     lib = bb._compile(src, "torchlogix", flags=bb.ANCHOR_FLAGS)
@@ -261,8 +258,7 @@ def main(argv=None) -> int:
         del images
     out = Path(args.out) if args.out else \
         HERE / "results" / f"logic_inference{'_quick' if args.quick else ''}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(res, indent=2) + "\n")
+    atomic_write_json(out, res)
     print(f"\nwrote {out}")
     return 0
 

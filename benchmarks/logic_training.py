@@ -58,10 +58,8 @@ import contextlib
 import dataclasses
 import datetime as dt
 import importlib
-import json
 import os
 import platform
-import subprocess
 import sys
 import time
 import types
@@ -76,6 +74,8 @@ from kairo.logic import _bench as bb
 from kairo.logic._commands import LogicTrainConfig
 from kairo.logic._layers import LogicConv2d, fused_threads
 from kairo.logic._model import build_model, load_data
+
+from _common import atomic_write_json, loadavg, pip_install_no_deps
 
 HERE = Path(__file__).resolve().parent
 TORCHLOGIX = "torchlogix==0.2.2"
@@ -94,18 +94,13 @@ DIFFERENCES = {     # what the two networks do not share (see the module docstri
 }
 
 
-def loadavg() -> list[float]:
-    return [round(v, 2) for v in os.getloadavg()]
-
-
 # ------------------------------------------------------------------------------ torchlogix
 def import_torchlogix(tlx_dir: Path):
     """torchlogix's package from ``tlx_dir`` (installed there without deps when missing)."""
     if not (tlx_dir / "torchlogix" / "layers" / "conv.py").is_file():
-        r = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--target",
-                            str(tlx_dir), TORCHLOGIX], capture_output=True, text=True, check=False)
-        if r.returncode != 0:
-            raise SystemExit(f"pip install --no-deps {TORCHLOGIX} failed: {r.stderr[-300:]}")
+        err = pip_install_no_deps(tlx_dir, TORCHLOGIX)
+        if err:
+            raise SystemExit(f"pip install --no-deps {TORCHLOGIX} failed: {err}")
     stub = types.ModuleType("torchlogix.circuit")   # 3.12-only syntax; unused in training
     stub.Circuit = type("Circuit", (), {})
     sys.modules["torchlogix.circuit"] = stub
@@ -357,8 +352,7 @@ def main(argv=None) -> int:
               f"{rr['ratio_kairo_over_torchlogix']:>6.1f}×")
     out = Path(args.out) if args.out else \
         HERE / "results" / f"logic_training{'_quick' if args.quick else ''}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(res, indent=2) + "\n")
+    atomic_write_json(out, res)
     print(f"\nwrote {out}")
     return 0
 

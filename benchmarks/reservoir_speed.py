@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import gc
-import json
 import os
 import platform
 import resource
@@ -39,6 +38,9 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
+
+import _common
+from _common import atomic_write_json, loadavg
 
 LEAK = 0.3          # leaky dynamics exercise the (1 - a) x + a f(.) path in both engines
 SEED = 20240611
@@ -58,29 +60,14 @@ QUICK = dict(speed_steps=300, repeats=2, batch=32, big_batches=(128,), ridge_row
 
 
 # ------------------------------------------------------------------------------- helpers
-def loadavg() -> list[float]:
-    return [round(v, 2) for v in os.getloadavg()]
-
-
 def max_rss_mb() -> float:
     # ru_maxrss is in KiB on Linux: the peak resident memory of this process so far
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
-@contextmanager
 def section(results: dict, name: str):
-    """Record wall time and load average around a section; collect garbage between them."""
-    gc.collect()
-    rec = {"loadavg_before": loadavg()}
-    print(f"== {name} (loadavg {rec['loadavg_before']})", flush=True)
-    t0 = time.perf_counter()
-    try:
-        yield rec
-    finally:
-        rec["wall_s"] = round(time.perf_counter() - t0, 3)
-        rec["loadavg_after"] = loadavg()
-        rec["max_rss_mb_after"] = max_rss_mb()
-        results["sections"][name] = rec
+    return _common.section(results, name, digits=3,
+                           after=lambda: {"max_rss_mb_after": max_rss_mb()})
 
 
 def best_of(fn, repeats: int) -> tuple[float, list[float]]:
@@ -571,8 +558,7 @@ def main(argv=None) -> int:
     results["max_rss_mb"] = max_rss_mb()
     results["all_checks_passed"] = bool(ok)
 
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2) + "\n")
+    atomic_write_json(out, results)
     print(summary(results))
     print(f"wrote {out}")
     return 0 if ok else 1
