@@ -29,6 +29,8 @@ from kairo.embodied import FlyConfig, TrialsConfig, make_controller, run_trial
 from kairo.embodied._experiments import run_trials
 from kairo.embodied._video import VideoRecorder
 
+from _common import atomic_write_json
+
 
 def _shares(timing: dict) -> dict:
     loop = {k: v for k, v in timing.items() if k != "build"}
@@ -98,8 +100,7 @@ def main(argv=None) -> int:
         print("workers", workers, tph[str(workers)], flush=True)
     tph["speedup_2_vs_1"] = round(tph["2"]["trials_per_hour"] / tph["1"]["trials_per_hour"], 2)
     res["trials_per_hour"] = tph
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps(res, indent=2) + "\n")
+    atomic_write_json(Path(a.out), res)
     print("wrote", a.out)
     return 0
 
