@@ -101,6 +101,9 @@ _TSC_HELP = {
     "refit": "train the chosen configuration again on the whole training split (no hold-out, "
              "all epochs) and report those runs",
     "samples": "comma-separated series indices",
+    "schedule": "learning rate: cosine (after warm-up), onecycle, constant, or plateau (× "
+                "plateau_factor after plateau_patience epochs without a lower loss: validation "
+                "loss, or training loss when there is no hold-out; floor min_lr)",
 }
 
 

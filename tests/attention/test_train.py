@@ -42,7 +42,9 @@ def _same_weights(a: dict, b: dict) -> bool:
     ("epochs", 0), ("batch", 0), ("lr", 0.0), ("lr", float("nan")), ("weight_decay", -1.0),
     ("schedule", "linear"), ("warmup", 1.0), ("val_fraction", 1.0), ("patience", -1),
     ("seed", -1), ("znorm", "yes"), ("label_smoothing", 1.0), ("max_grad_norm", -0.5),
-    ("checkpoint_every", 0), ("threads", -2), ("device", "tpu"), ("epochs", True)])
+    ("checkpoint_every", 0), ("threads", -2), ("device", "tpu"), ("epochs", True),
+    ("plateau_patience", -1), ("plateau_factor", 1.0), ("plateau_factor", 0.0),
+    ("min_lr", -1e-4)])
 def test_bad_train_config_names_the_field(field, value):
     with pytest.raises(ConfigError, match=f"train field '{field}'"):
         TrainConfig(**{field: value})
@@ -57,6 +59,9 @@ def test_train_config_defaults_and_build_config():
     assert (cfg.epochs, cfg.schedule, cfg.lr) == (7, "onecycle", 0.01)
     with pytest.raises(ConfigError, match="warmup' must be > 0 for the onecycle"):
         TrainConfig(schedule="onecycle", warmup=0.0)
+    with pytest.raises(ConfigError, match="'min_lr' \\(0.01\\) must not exceed 'lr'"):
+        TrainConfig(schedule="plateau", lr=1e-3, min_lr=1e-2)
+    TrainConfig(schedule="cosine", lr=1e-5)                 # min_lr only binds the plateau
 
 
 def test_batches_cover_everything_without_a_batch_of_one():
@@ -69,7 +74,7 @@ def test_batches_cover_everything_without_a_batch_of_one():
 
 
 @pytest.mark.parametrize("schedule", ["cosine", "onecycle", "constant"])
-def test_schedules(schedule):
+def test_step_schedules(schedule):
     cfg = TrainConfig(schedule=schedule, lr=0.1, warmup=0.2)
     opt = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], lr=cfg.lr)
     sched = T._scheduler(opt, cfg, 50)
@@ -148,9 +153,32 @@ def test_early_stopping_returns_the_best_epoch(gunpoint, monkeypatch):
     assert _same_weights(_weights(r["model"]), _weights(one["model"]))
 
 
-def test_resume_after_a_kill_gives_the_uninterrupted_result(gunpoint, monkeypatch, tmp_path):
+def test_plateau_halves_the_lr_after_patience_epochs_without_a_lower_loss(gunpoint,
+                                                                         monkeypatch):
     tr, _ = gunpoint
-    cfg = TrainConfig(epochs=5, batch=16, lr=3e-3, checkpoint_every=2, threads=1)
+    real, calls = T._validate, []
+
+    def worse_each_epoch(model, x, y, mask, batch=256):   # the monitored loss never improves
+        calls.append(1)
+        return 1.0 + len(calls), real(model, x, y, mask, batch)[1]
+
+    monkeypatch.setattr(T, "_validate", worse_each_epoch)
+    cfg = TrainConfig(epochs=9, batch=16, lr=8e-3, schedule="plateau", plateau_patience=1,
+                      plateau_factor=0.5, min_lr=2e-3, patience=0, threads=1)
+    r = fit(TINY, cfg, tr, **QUIET)
+    lrs = [e["lr"] for e in r["history"]]                # the lr each epoch trained with
+    # epoch 1 sets the best; two worse epochs (> patience 1) halve it, down to the floor;
+    # the rate never changes inside an epoch (stepped per epoch, not per batch)
+    assert lrs == pytest.approx([8e-3] * 3 + [4e-3] * 2 + [2e-3] * 4)
+    assert r["best_epoch"] == 1 and not r["stopped_early"]
+
+
+@pytest.mark.parametrize("schedule", ["cosine", "plateau"])
+def test_resume_after_a_kill_gives_the_uninterrupted_result(gunpoint, monkeypatch, tmp_path,
+                                                            schedule):
+    tr, _ = gunpoint
+    cfg = TrainConfig(epochs=5, batch=16, lr=3e-3, checkpoint_every=2, threads=1,
+                      schedule=schedule, plateau_patience=0)
     full = fit(TINY, cfg, tr, checkpoint=tmp_path / "full.pt", **QUIET)
 
     real, calls = T._train_epoch, []

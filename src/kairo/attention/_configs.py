@@ -21,7 +21,7 @@ POOLS = ("mean", "max", "cls", "attention", "mha")
 NORMS = ("pre", "post")                      # LayerNorm before or after each residual branch
 TOKENS = ("step", "patch")
 POSITIONALS = ("sinusoidal", "learned", "rope", "none")
-SCHEDULES = ("cosine", "onecycle", "constant")
+SCHEDULES = ("cosine", "onecycle", "constant", "plateau")
 DEVICES = ("cpu", "cuda", "auto")
 
 
@@ -98,8 +98,11 @@ class TrainConfig:
     batch: int = 32
     lr: float = 1e-3                  # peak learning rate
     weight_decay: float = 1e-2        # AdamW's decoupled decay
-    schedule: str = "cosine"          # cosine (after a linear warm-up), onecycle, constant
+    schedule: str = "cosine"          # cosine (after a linear warm-up), onecycle, constant, plateau
     warmup: float = 0.05              # fraction of all steps spent rising to lr (cosine/onecycle)
+    plateau_patience: int = 50        # plateau: epochs without a lower loss before lr × factor
+    plateau_factor: float = 0.5       # plateau: the multiplier (Fawaz et al. 2019: 50, 0.5, 1e-4)
+    min_lr: float = 1e-4              # plateau: the floor
     val_fraction: float = 0.2         # stratified hold-out of the training split; 0 = none
     patience: int = 30                # epochs without a lower val loss before stopping; 0 = never
     seed: int = 0
@@ -132,6 +135,12 @@ class TrainConfig:
         if self.schedule == "onecycle" and not self.warmup > 0:
             raise ConfigError("train field 'warmup' must be > 0 for the onecycle schedule (it is "
                               "the fraction of steps rising to lr)")
+        need("plateau_patience", lambda v: is_int(v) and v >= 0, "an integer ≥ 0")
+        need("plateau_factor", lambda v: is_num(v) and 0 < v < 1, "a number in (0, 1)")
+        need("min_lr", lambda v: is_num(v) and v >= 0, "a number ≥ 0")
+        if self.schedule == "plateau" and self.min_lr > self.lr:
+            raise ConfigError(f"train field 'min_lr' ({self.min_lr}) must not exceed 'lr' "
+                              f"({self.lr}) for the plateau schedule")
         need("val_fraction", lambda v: is_num(v) and 0 <= v < 1, "a fraction in [0, 1)")
         need("patience", lambda v: is_int(v) and v >= 0, "an integer ≥ 0 (0 = no early stop)")
         need("seed", lambda v: is_int(v) and v >= 0, "an integer ≥ 0")

@@ -69,6 +69,11 @@ def _batches(n: int, batch: int) -> list[tuple[int, int]]:
 
 
 def _scheduler(opt, cfg: TrainConfig, total: int):
+    if cfg.schedule == "plateau":
+        # stepped once per epoch with the epoch's monitored loss (see _fit), not per batch
+        return torch.optim.lr_scheduler.ReduceLROnPlateau(
+            opt, mode="min", factor=cfg.plateau_factor, patience=cfg.plateau_patience,
+            min_lr=cfg.min_lr)
     if cfg.schedule == "onecycle":
         return torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=cfg.lr, total_steps=total,
                                                    pct_start=cfg.warmup)
@@ -140,7 +145,8 @@ def _train_epoch(model, opt, sched, loss_fn, x, y, mask, order, cfg: TrainConfig
         if cfg.max_grad_norm > 0:
             nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
         opt.step()
-        sched.step()
+        if cfg.schedule != "plateau":
+            sched.step()
         total += loss.item() * (e - s)
         seen += e - s
     return total / seen
@@ -266,6 +272,8 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, log, progress_
         # without a validation set the kept weights are those of the lowest training loss
         # (the protocol of Fawaz et al. 2019) and nothing stops early
         score = train_loss if val_loss is None else val_loss
+        if cfg.schedule == "plateau":
+            sched.step(score)
         if score < st["best_loss"]:
             st["best_loss"] = score
             st["best_epoch"], st["best_state"], st["bad"] = epoch + 1, _cpu_state(model), 0
