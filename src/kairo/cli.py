@@ -110,6 +110,8 @@ _TSC_HELP = {
 _LOGIC_HW_HELP = {
     "target": "FPGA part: ice40-up5k, ice40-hx8k, ice40-lp8k, ice40-hx1k, ice40-lp1k",
     "pipeline": "register stages cutting the gate core by logic depth",
+    "pipeline_votes": "also put a register after every level of the vote adder trees and the "
+                      "argmax (latency + their levels; for the fmax of wide circuits)",
     "io_bits": "input bits loaded per clock through the shift register",
     "freq": "clock (MHz) nextpnr aims for; the achieved fmax is reported",
     "seed": "seed of nextpnr and the simulated inputs (fpga), of random images (bench)",
@@ -346,7 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
                                     "network; a killed run resumes from <out>.checkpoint.pt"),
                       lcmd.LogicTrainConfig)
     _add_config_flags(ls.add_parser("export", help="write a circuit as JSON, C or Verilog"),
-                      lcmd.ExportConfig, results=False)
+                      lcmd.ExportConfig, results=False, helps=_LOGIC_HW_HELP)
     _add_config_flags(ls.add_parser("verify", help="check every back end bit-exactly against "
                                     "the reference on MNIST"), lcmd.VerifyConfig)
     _add_config_flags(ls.add_parser("fpga", help="synthesize, place and route a circuit for "

@@ -292,14 +292,34 @@ def test_verilog_structure(circ):
     assert v2.startswith("//") and "module net2 (" in v2 and "input  wire clk" in v2
     assert v2.count("always @(posedge clk)") == 2
     assert "valid 2 rising clk edge(s) after x" in v2
+    # pipelined votes: one register per adder and argmax level, everything aligned with y
+    grp = circ.n_outputs // circ.n_classes
+    assert B.vote_levels(circ) == ((grp - 1).bit_length(), 2)              # 3 classes
+    lat = B.verilog_latency(circ, 2, True)
+    assert lat == 2 + sum(B.vote_levels(circ)) and B.verilog_latency(circ, 2) == 2
+    v3 = verilog_source(circ, pipeline=2, pipeline_votes=True)
+    assert f"valid {lat} rising clk edge(s) after x" in v3
+    assert " pc0_0 <= " in v3 and " pc0_0 = " not in v3                    # regs, not wires
+    assert " am0_i <= " in v3 and " am0_i = " not in v3
+    assert f"o_d{sum(B.vote_levels(circ))} <= o_d" in v3 and "votes_d2 <=" in v3
+    assert "clk" in verilog_source(circ, pipeline_votes=True)
+    with pytest.raises(KairoError, match="pipeline_votes must be True or False"):
+        verilog_source(circ, pipeline_votes="yes")
+
+
+def test_vote_levels_and_latency_of_small_groups():
+    one = Circuit(n_inputs=2, ops=[], a=[], b=[], outputs=[0, 1], n_classes=2)
+    assert B.vote_levels(one) == (0, 1) and B.verilog_latency(one, 0, True) == 1
+    five = Circuit(n_inputs=5, ops=[], a=[], b=[], outputs=[0, 1, 2, 3, 4], n_classes=1)
+    assert B.vote_levels(five) == (3, 0) and B.verilog_latency(five, 1, True) == 4
 
 
 @needs_iverilog
-@pytest.mark.parametrize("pipeline", [0, 2])
-def test_iverilog_matches_reference(circ, pipeline):
+@pytest.mark.parametrize("pipeline, votes", [(0, False), (2, False), (0, True), (3, True)])
+def test_iverilog_matches_reference(circ, pipeline, votes):
     x = random_x(20 + pipeline, 500, circ.n_inputs)
     out, pred, scores = simulate_verilog(circ, x, simulator="iverilog", pipeline=pipeline,
-                                         with_scores=True)
+                                         pipeline_votes=votes, with_scores=True)
     np.testing.assert_array_equal(out, circ.evaluate(x))
     np.testing.assert_array_equal(scores, circ.scores(x))
     np.testing.assert_array_equal(pred, circ.predict(x))
@@ -308,16 +328,17 @@ def test_iverilog_matches_reference(circ, pipeline):
 
 
 @needs_iverilog
-@pytest.mark.parametrize("pipeline", [0, 2, 5])
-def test_iverilog_ties_and_degenerate(pipeline):
+@pytest.mark.parametrize("pipeline, votes", [(0, False), (2, False), (5, False), (0, True),
+                                             (2, True)])
+def test_iverilog_ties_and_degenerate(pipeline, votes):
     t = tie_circuit()
     x = random_x(4, 64, 2)
-    out, pred = simulate_verilog(t, x, pipeline=pipeline)
+    out, pred = simulate_verilog(t, x, pipeline=pipeline, pipeline_votes=votes)
     np.testing.assert_array_equal(out, t.evaluate(x))
     np.testing.assert_array_equal(pred, t.predict(x))
     wires = Circuit(n_inputs=3, ops=[], a=[], b=[], outputs=[2, 0, 0], n_classes=1)
     x = random_x(8, 20, 3)
-    out, pred = simulate_verilog(wires, x, pipeline=pipeline)
+    out, pred = simulate_verilog(wires, x, pipeline=pipeline, pipeline_votes=votes)
     np.testing.assert_array_equal(out, wires.evaluate(x))
     np.testing.assert_array_equal(pred, np.zeros(20))
 
@@ -334,11 +355,11 @@ def test_iverilog_1000_gates_2000_vectors_fast():
 
 
 @needs_verilator
-@pytest.mark.parametrize("pipeline", [0, 2])
-def test_verilator_matches_reference(circ, pipeline):
+@pytest.mark.parametrize("pipeline, votes", [(0, False), (2, False), (1, True)])
+def test_verilator_matches_reference(circ, pipeline, votes):
     x = random_x(30 + pipeline, 300, circ.n_inputs)
     out, pred, scores = simulate_verilog(circ, x, simulator="verilator", pipeline=pipeline,
-                                         with_scores=True)
+                                         pipeline_votes=votes, with_scores=True)
     np.testing.assert_array_equal(out, circ.evaluate(x))
     np.testing.assert_array_equal(scores, circ.scores(x))
     np.testing.assert_array_equal(pred, circ.predict(x))
@@ -346,8 +367,8 @@ def test_verilator_matches_reference(circ, pipeline):
 
 @needs_verilator
 def test_verilog_lint_clean(circ, tmp_path):
-    for k in (0, 3):
-        f = write_verilog(circ, tmp_path / "kairo_circuit.v", pipeline=k)
+    for k, votes in ((0, False), (3, False), (0, True), (2, True)):
+        f = write_verilog(circ, tmp_path / "kairo_circuit.v", pipeline=k, pipeline_votes=votes)
         r = subprocess.run(["verilator", "--lint-only", "-Wall", str(f)], capture_output=True,
                            text=True, cwd=tmp_path)
         assert r.returncode == 0, r.stderr[:2000]

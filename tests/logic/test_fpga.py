@@ -19,6 +19,7 @@ from kairo import ConfigError, KairoError
 from kairo.cli import main
 from kairo.logic import Circuit
 from kairo.logic import _fpga as F
+from kairo.logic._backends import vote_levels
 
 HAVE_IVERILOG = shutil.which("iverilog") is not None and shutil.which("vvp") is not None
 needs_iverilog = pytest.mark.skipif(not HAVE_IVERILOG,
@@ -118,6 +119,9 @@ def test_wrapper_shape_and_ports():
         F.wrapper_source(c, io_bits=0)
     with pytest.raises(ConfigError, match="pipeline must be an integer ≥ 0"):
         F.wrapper_source(c, pipeline=-1)
+    with pytest.raises(ConfigError, match="pipeline_votes must be true or false"):
+        F.wrapper_source(c, pipeline_votes=1)
+    assert ".clk(clk)" in F.wrapper_source(c, io_bits=8, pipeline=0, pipeline_votes=True)
 
 
 @needs_iverilog
@@ -134,16 +138,20 @@ def test_wrapper_simulates_bit_exactly(n_classes, io_bits, pipeline):
 
 
 @needs_iverilog
-@pytest.mark.parametrize("pipeline", [0, 1, 4])
-def test_wrapper_latency(pipeline):
-    """One valid pulse per start, registered `pipeline` edges after the edge sampling it."""
+@pytest.mark.parametrize("pipeline, votes", [(0, False), (1, False), (4, False), (0, True),
+                                             (2, True)])
+def test_wrapper_latency(pipeline, votes):
+    """One valid pulse per start, registered L edges after the edge sampling it (L: the
+    core's latency, the pipeline stages plus the vote and argmax levels when registered)."""
     c = varied_circuit(8, n_classes=3)
     x = rand_x(8, 12, c.n_inputs)
     cls, starts, valids = F.simulate_wrapper(c, x, io_bits=4, pipeline=pipeline,
-                                             return_timing=True)
+                                             pipeline_votes=votes, return_timing=True)
     np.testing.assert_array_equal(cls, c.predict(x))
     assert len(starts) == len(valids) == 12
-    np.testing.assert_array_equal(valids - starts, pipeline)
+    lat = pipeline + (sum(vote_levels(c)) if votes else 0)
+    assert lat > pipeline or not votes
+    np.testing.assert_array_equal(valids - starts, lat)
 
 
 @needs_iverilog

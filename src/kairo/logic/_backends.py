@@ -82,6 +82,7 @@ from kairo.logic._gates import N_GATES, TRUTH
 
 __all__ = ["c_source", "compile_c", "CompiledCircuit", "write_c", "find_compiler",
            "native_width", "verilog_source", "write_verilog", "simulate_verilog",
+           "verilog_latency", "vote_levels",
            "find_simulator", "image_spec", "C_FLAGS", "WIDTHS"]
 
 WIDTHS = (64, 256, 512)
@@ -1290,12 +1291,25 @@ def _stage_of_depth(depth: np.ndarray, max_depth: int, k: int) -> np.ndarray:
     return np.where(depth > 0, ((depth - 1) * (k + 1)) // max_depth, 0)
 
 
-def verilog_source(circuit: Circuit, *, module: str = "kairo_circuit", pipeline: int = 0) -> str:
+def vote_levels(circuit: Circuit) -> tuple[int, int]:
+    """Levels of the per-class vote adder tree and of the argmax tree in
+    :func:`verilog_source`: ``ceil(log2(outputs per class))`` and ``ceil(log2(n_classes))``."""
+    c = _check_circuit(circuit)
+    return (int(c.n_outputs // c.n_classes - 1).bit_length(), int(c.n_classes - 1).bit_length())
+
+
+def verilog_latency(circuit: Circuit, pipeline: int = 0, pipeline_votes: bool = False) -> int:
+    """Clock edges from ``x`` to valid ``o``/``votes``/``y`` in :func:`verilog_source`."""
+    return int(pipeline) + (sum(vote_levels(circuit)) if pipeline_votes else 0)
+
+
+def verilog_source(circuit: Circuit, *, module: str = "kairo_circuit", pipeline: int = 0,
+                   pipeline_votes: bool = False) -> str:
     """Synthesizable Verilog-2001 for the circuit.
 
     Ports::
 
-        input  wire clk                       // only when pipeline > 0
+        input  wire clk                       // only when pipeline > 0 or pipeline_votes
         input  wire [n_inputs-1:0]  x         // x[i] = input node i
         output wire [n_outputs-1:0] o         // o[j] = output j (node circuit.outputs[j])
         output wire [n_classes*SW-1:0] votes  // class c's vote count at votes[c*SW +: SW]
@@ -1311,6 +1325,12 @@ def verilog_source(circuit: Circuit, *, module: str = "kairo_circuit", pipeline:
     ``o``, ``votes`` and ``y`` show the result for the ``x`` that was applied ``k`` rising clock
     edges earlier (i.e. ``x`` is sampled by the first edge; after the ``k``-th edge the outputs
     are valid); a new ``x`` can be applied every cycle.
+
+    ``pipeline_votes=True`` also registers every level of the vote adder trees and of the
+    argmax tree (:func:`vote_levels`), so no adder or comparator chain sits between two
+    registers: the wide dense circuits' clock is then set by the gate core. ``o`` and
+    ``votes`` are delayed to stay aligned with ``y``; the latency is
+    :func:`verilog_latency`.
     """
     c = _check_circuit(circuit)
     if not isinstance(module, str) or not _VERILOG_ID.match(module) or \
@@ -1321,7 +1341,11 @@ def verilog_source(circuit: Circuit, *, module: str = "kairo_circuit", pipeline:
     if isinstance(pipeline, bool) or not isinstance(pipeline, (int, np.integer)) or pipeline < 0:
         raise KairoError(f"pipeline must be a non-negative integer number of register "
                          f"stages, got {pipeline!r}")
+    if not isinstance(pipeline_votes, (bool, np.bool_)):
+        raise KairoError(f"pipeline_votes must be True or False, got {pipeline_votes!r}")
     kst = int(pipeline)
+    regv = bool(pipeline_votes)
+    lat = verilog_latency(c, kst, regv)
     ni, no, nc, k = c.n_inputs, c.n_outputs, c.n_classes, c.n_inputs
     grp = no // nc
     sw, cw = _vbits(grp), _class_bits(nc)
@@ -1356,10 +1380,12 @@ def verilog_source(circuit: Circuit, *, module: str = "kairo_circuit", pipeline:
              f"// {ni} inputs, {c.n_gates} gates ({int(live[k:].sum())} reach an output), "
              f"{no} outputs in {nc} classes of {grp}; depth {dmax}.\n"
              f"// votes: class c at votes[c*{sw} +: {sw}]; y: first class with the most votes.\n"
-             + (f"// Pipeline: {kst} register stage(s); outputs are valid {kst} rising clk "
-                f"edge(s) after x.\n" if kst else "// Purely combinational.\n")
+             + (f"// Pipeline: {kst} register stage(s) in the gate core"
+                + (", one per vote adder and argmax level" if regv else "")
+                + f"; outputs are valid {lat} rising clk edge(s) after x.\n"
+                if lat else "// Purely combinational.\n")
              + "`default_nettype none\n")
-    ports = (["    input  wire clk,"] if kst else []) + [
+    ports = (["    input  wire clk,"] if lat else []) + [
         "    /* verilator lint_off UNUSEDSIGNAL */  // inputs no output depends on",
         f"    input  wire [{ni - 1}:0] x,",
         "    /* verilator lint_on UNUSEDSIGNAL */",
@@ -1391,12 +1417,36 @@ def verilog_source(circuit: Circuit, *, module: str = "kairo_circuit", pipeline:
                 L.append(f"always @(posedge clk) begin  // stage {s}\n"
                          + "\n".join(by_stage[s]) + "\nend")
 
+    def delayed(expr: str, w: int, n: int, name: str) -> str:
+        """``expr`` (``w`` bits) through a chain of ``n`` registers; returns the last one."""
+        for i in range(1, n + 1):
+            L.append(f"reg {'' if w == 1 else f'[{w - 1}:0] '}{name}_d{i};\n"
+                     f"always @(posedge clk) {name}_d{i} <= {expr};")
+            expr = f"{name}_d{i}"
+        return expr
+
+    def node(name: str, w: int, expr: str) -> str:
+        """A tree node: a wire, or with pipeline_votes a register (one level of latency)."""
+        rng = "" if w == 1 else f"[{w - 1}:0] "
+        if regv:
+            L.append(f"reg {rng}{name};\nalways @(posedge clk) {name} <= {expr};")
+        else:
+            L.append(f"wire {rng}{name} = {expr};")
+        return name
+
+    n_add, n_arg = vote_levels(c)
     L.append("\n// outputs")
-    for j, n in enumerate(outs):
-        L.append(f"assign o[{j}] = {at(n, kst)};")
+    if regv:                    # o waits for the vote and argmax levels, to stay aligned with y
+        L.append(f"wire [{no - 1}:0] o_core;")
+        for j, n in enumerate(outs):
+            L.append(f"assign o_core[{j}] = {at(n, kst)};")
+        L.append(f"assign o = {delayed('o_core', no, n_add + n_arg, 'o')};")
+    else:
+        for j, n in enumerate(outs):
+            L.append(f"assign o[{j}] = {at(n, kst)};")
 
     # balanced adder tree per class: terms (expr, max value)
-    L.append("\n// vote counts")
+    L.append("\n// vote counts" + (" (a register after every adder level)" if regv else ""))
     wid = 0
     for cls in range(nc):
         # read the nodes themselves, not bits of the o bus: in event-driven simulators a
@@ -1407,18 +1457,26 @@ def verilog_source(circuit: Circuit, *, module: str = "kairo_circuit", pipeline:
             for i in range(0, len(terms) - 1, 2):
                 (e1, m1), (e2, m2) = terms[i], terms[i + 1]
                 w = _vbits(m1 + m2)
-                name = f"pc{cls}_{wid}"
+                nxt.append((node(f"pc{cls}_{wid}", w, f"{_zext(e1, _vbits(m1), w)} + "
+                                 f"{_zext(e2, _vbits(m2), w)}"), m1 + m2))
                 wid += 1
-                L.append(f"wire [{w - 1}:0] {name} = "
-                         f"{_zext(e1, _vbits(m1), w)} + {_zext(e2, _vbits(m2), w)};")
-                nxt.append((name, m1 + m2))
-            if len(terms) % 2:
-                nxt.append(terms[-1])
+            if len(terms) % 2:          # the odd term skips this level (one register with regv)
+                e, m = terms[-1]
+                if regv:
+                    e = node(f"pc{cls}_{wid}", _vbits(m), e)
+                    wid += 1
+                nxt.append((e, m))
             terms = nxt
         L.append(f"wire [{sw - 1}:0] cnt{cls} = {terms[0][0]};")
-    L.append("assign votes = {" + ", ".join(f"cnt{cls}" for cls in reversed(range(nc))) + "};")
+    cat = "{" + ", ".join(f"cnt{cls}" for cls in reversed(range(nc))) + "}"
+    if regv:
+        L.append(f"wire [{nc * sw - 1}:0] votes_tree = {cat};")
+        L.append(f"assign votes = {delayed('votes_tree', nc * sw, n_arg, 'votes')};")
+    else:
+        L.append(f"assign votes = {cat};")
 
-    L.append("\n// argmax (ties -> lower class index)")
+    L.append("\n// argmax (ties -> lower class index)"
+             + (", a register after every level" if regv else ""))
     leaves = [(f"cnt{cls}", f"{cw}'d{cls}") for cls in range(nc)]
     aid = 0
     while len(leaves) > 1:
@@ -1428,12 +1486,17 @@ def verilog_source(circuit: Circuit, *, module: str = "kairo_circuit", pipeline:
             t = f"am{aid}"
             aid += 1
             L.append(f"wire {t}_gt = {s2} > {s1};")
+            v = None
             if len(leaves) > 2:                     # the root's best count is not needed
-                L.append(f"wire [{sw - 1}:0] {t}_v = {t}_gt ? {s2} : {s1};")
-            L.append(f"wire [{cw - 1}:0] {t}_i = {t}_gt ? {i2} : {i1};")
-            nxt.append((f"{t}_v", f"{t}_i"))
-        if len(leaves) % 2:
-            nxt.append(leaves[-1])
+                v = node(f"{t}_v", sw, f"{t}_gt ? {s2} : {s1}")
+            nxt.append((v, node(f"{t}_i", cw, f"{t}_gt ? {i2} : {i1}")))
+        if len(leaves) % 2:             # the odd leaf skips this level
+            s1, i1 = leaves[-1]
+            if regv:
+                t = f"am{aid}"
+                aid += 1
+                s1, i1 = node(f"{t}_v", sw, s1), node(f"{t}_i", cw, i1)
+            nxt.append((s1, i1))
         leaves = nxt
     L.append(f"assign y = {leaves[0][1]};")
     L.append("\nendmodule\n`default_nettype wire\n")
@@ -1490,6 +1553,7 @@ def find_simulator(simulator: str = "auto") -> str:
 
 
 def _testbench(circuit: Circuit, n_vec: int, pipeline: int, module: str) -> str:
+    """``pipeline``: the module's latency in clock edges (0: combinational, no clk port)."""
     c = circuit
     sw, cw = _vbits(c.n_outputs // c.n_classes), _class_bits(c.n_classes)
     clk = ".clk(clk), " if pipeline else ""
@@ -1534,7 +1598,8 @@ def _hex_bits(tokens: list[str], n_bits: int) -> np.ndarray:
 
 
 def simulate_verilog(circuit: Circuit, x, *, simulator: str = "auto", pipeline: int = 0,
-                     with_scores: bool = False, timeout: float | None = None):
+                     pipeline_votes: bool = False, with_scores: bool = False,
+                     timeout: float | None = None):
     """Simulate :func:`verilog_source` on input vectors.
 
     ``x``: (n_samples, n_inputs) of 0/1, as for :meth:`Circuit.evaluate`. Writes the module,
@@ -1542,11 +1607,14 @@ def simulate_verilog(circuit: Circuit, x, *, simulator: str = "auto", pipeline: 
     per vector, runs it with iverilog + vvp or ``verilator --binary`` in a temp folder and
     returns ``(outputs, predictions)``: bool (n, n_outputs) and int64 (n,); with
     ``with_scores=True`` also the vote counts (n, n_classes) int64 the hardware computed.
+    ``pipeline``/``pipeline_votes`` as for :func:`verilog_source`; the testbench clocks one
+    vector per cycle and reads each result :func:`verilog_latency` edges later.
     """
     c = _check_circuit(circuit)
     x = _check_x(c, x)
     sim = find_simulator(simulator)
-    src = verilog_source(c, module="kairo_circuit", pipeline=pipeline)
+    src = verilog_source(c, module="kairo_circuit", pipeline=pipeline,
+                         pipeline_votes=pipeline_votes)
     n = x.shape[0]
     if n == 0:
         res = (np.zeros((0, c.n_outputs), bool), np.zeros(0, np.int64))
@@ -1554,7 +1622,8 @@ def simulate_verilog(circuit: Circuit, x, *, simulator: str = "auto", pipeline: 
     with tempfile.TemporaryDirectory(prefix="kairo-vsim-") as tmp:
         d = Path(tmp)
         (d / "kairo.v").write_text(src)
-        (d / "tb.v").write_text(_testbench(c, n, int(pipeline), "kairo_circuit"))
+        (d / "tb.v").write_text(_testbench(c, n, verilog_latency(c, pipeline, pipeline_votes),
+                                           "kairo_circuit"))
         xb = (np.asarray(x) != 0)[:, ::-1].astype(np.uint8) + ord("0")
         lines = np.concatenate([xb, np.full((n, 1), ord("\n"), np.uint8)], axis=1)
         (d / "x.mem").write_bytes(lines.tobytes())

@@ -147,6 +147,7 @@ class ExportConfig:
     format: str = "c"                 # json, c, verilog
     output: str = ""                  # file to write (its folder must exist)
     pipeline: int = 0                 # Verilog register stages
+    pipeline_votes: bool = False      # Verilog: also register each vote adder / argmax level
 
     def __post_init__(self):
         if not self.circuit or not self.output:
@@ -243,7 +244,7 @@ def run_export(cfg: ExportConfig) -> str:
     elif cfg.format == "c":
         be.write_c(circ, out)
     else:
-        be.write_verilog(circ, out, pipeline=cfg.pipeline)
+        be.write_verilog(circ, out, pipeline=cfg.pipeline, pipeline_votes=cfg.pipeline_votes)
     return f"wrote {out} ({cfg.format}, {circ.n_gates} gates)"
 
 
@@ -311,6 +312,7 @@ class FpgaConfig:
     circuit: str = ""                 # circuit.json
     target: str = "ice40-up5k"        # see kairo.logic._fpga.TARGETS
     pipeline: int = 0                 # register stages in the gate core
+    pipeline_votes: bool = False      # also register each vote adder and argmax level
     io_bits: int = 8                  # input bits loaded per clock
     freq: float = 12.0                # MHz nextpnr aims for (fmax is reported either way)
     seed: int = 1                     # nextpnr placement seed

@@ -15,8 +15,9 @@ design synthesized is a top-level wrapper (:func:`wrapper_source`) around the Ve
 An image takes ``ceil(n_inputs / io_bits)`` load cycles; ``start`` may coincide with the first
 load of the next image (it samples the register before that edge shifts), so a stream of
 images costs one cycle per load. ``cls`` and ``valid`` are registered on the rising edge
-``pipeline`` edges after the one that samples ``start`` (the same edge without pipelining):
-a latency of ``pipeline + 1`` edges counting that one. The input register is flip-flops with
+L edges after the one that samples ``start`` (the same edge without pipelining), L being the
+core's latency (``pipeline``, plus the vote adder and argmax levels with ``pipeline_votes``):
+a latency of ``L + 1`` edges counting that one. The input register is flip-flops with
 enable (no LUTs); the core alone is also synthesized so the report can say what the wrapper
 costs.
 
@@ -42,7 +43,7 @@ import numpy as np
 
 from kairo._errors import ConfigError, KairoError
 from kairo.logic._backends import (_class_bits, _live_nodes, _stderr_head, find_simulator,
-                                   verilog_source)
+                                   verilog_latency, verilog_source)
 from kairo.logic._circuit import Circuit
 
 __all__ = ["FpgaTarget", "TARGETS", "get_target", "find_tools", "design_shape",
@@ -137,13 +138,16 @@ def _version(cmd: list[str], flag: str, timeout: float, cwd: Path) -> str:
 
 
 # ============================================================================ wrapper
-def _check_design(circuit, io_bits, pipeline) -> tuple[Circuit, int, int]:
+def _check_design(circuit, io_bits, pipeline,
+                  pipeline_votes=False) -> tuple[Circuit, int, int, bool]:
     if not isinstance(circuit, Circuit):
         raise KairoError(f"expected a kairo.logic Circuit, got {type(circuit).__name__}")
     for name, val, lo in (("io_bits", io_bits, 1), ("pipeline", pipeline, 0)):
         if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < lo:
             raise ConfigError(f"{name} must be an integer ≥ {lo}, got {val!r}")
-    return circuit, int(io_bits), int(pipeline)
+    if not isinstance(pipeline_votes, (bool, np.bool_)):
+        raise ConfigError(f"pipeline_votes must be true or false, got {pipeline_votes!r}")
+    return circuit, int(io_bits), int(pipeline), bool(pipeline_votes)
 
 
 def design_shape(circuit: Circuit, io_bits: int = 8) -> dict:
@@ -153,9 +157,11 @@ def design_shape(circuit: Circuit, io_bits: int = 8) -> dict:
             "class_bits": cw, "pins": io_bits + cw + 4}     # + clk, load, start, valid
 
 
-def wrapper_source(circuit: Circuit, *, io_bits: int = 8, pipeline: int = 0) -> str:
+def wrapper_source(circuit: Circuit, *, io_bits: int = 8, pipeline: int = 0,
+                   pipeline_votes: bool = False) -> str:
     """Verilog-2001 top module ``kairo_top`` around ``kairo_circuit`` (see the module doc)."""
-    c, w, k = _check_design(circuit, io_bits, pipeline)
+    c, w, kc, pv = _check_design(circuit, io_bits, pipeline, pipeline_votes)
+    k = verilog_latency(c, kc, pv)                  # the core's latency in clock edges
     shape = design_shape(c, w)
     nw, cw, n = shape["load_cycles"], shape["class_bits"], c.n_inputs
     srw = nw * w
@@ -172,7 +178,8 @@ def wrapper_source(circuit: Circuit, *, io_bits: int = 8, pipeline: int = 0) -> 
 // {n} circuit inputs loaded {w} bits per cycle in {nw} cycles (load i carries inputs
 // {w}*i … {w}*i+{w - 1}; bits past {n - 1} are ignored). start classifies the loaded bits
 // (it may coincide with the next image's first load); cls and a one-cycle valid pulse are
-// registered {k} rising edge(s) after the edge that samples start. Core pipeline: {k} stage(s).
+// registered {k} rising edge(s) after the edge that samples start. Core pipeline: {kc} stage(s)
+// in the gates{", a register after every vote adder and argmax level" if pv else ""}.
 `default_nettype none
 module {TOP} (
     input  wire clk,
@@ -234,17 +241,18 @@ def _schedule(x: np.ndarray, io_bits: int, pipeline: int) -> np.ndarray:
 
 
 def simulate_wrapper(circuit: Circuit, x, *, io_bits: int = 8, pipeline: int = 0,
-                     timeout: float | None = 300, return_timing: bool = False):
+                     pipeline_votes: bool = False, timeout: float | None = 300,
+                     return_timing: bool = False):
     """Run ``kairo_top`` in Icarus Verilog: load each row of ``x`` (0/1, (n, n_inputs)),
     start it, and return the classes (n,) int64 that ``valid`` announced, in order.
 
     With ``return_timing`` also the clock cycles (edge indices) at which each ``start`` was
     sampled and at which each ``valid`` was seen, two int64 arrays.
     """
-    c, w, k = _check_design(circuit, io_bits, pipeline)
+    c, w, k, pv = _check_design(circuit, io_bits, pipeline, pipeline_votes)
     x = c._check_x(x)
     find_simulator("iverilog")
-    cyc = _schedule(np.asarray(x), w, k)
+    cyc = _schedule(np.asarray(x), w, verilog_latency(c, k, pv))
     cw = _class_bits(c.n_classes)
     tb = f"""module tb;
 reg [{w + 1}:0] cyc [0:{len(cyc) - 1}];
@@ -268,8 +276,9 @@ endmodule
 """
     with tempfile.TemporaryDirectory(prefix="kairo-fpga-sim-") as tmp:
         d = Path(tmp)
-        (d / "core.v").write_text(verilog_source(c, module=CORE, pipeline=k))
-        (d / "top.v").write_text(wrapper_source(c, io_bits=w, pipeline=k))
+        (d / "core.v").write_text(verilog_source(c, module=CORE, pipeline=k,
+                                                 pipeline_votes=pv))
+        (d / "top.v").write_text(wrapper_source(c, io_bits=w, pipeline=k, pipeline_votes=pv))
         (d / "tb.v").write_text(tb)
         text = np.concatenate([cyc + ord("0"), np.full((len(cyc), 1), ord("\n"), np.uint8)],
                               axis=1).astype(np.uint8)
@@ -355,8 +364,8 @@ def _pnr_report(report: Path, log_text: str) -> dict:
 
 
 def synthesize(circuit: Circuit, target: str = "ice40-up5k", *, workdir, pipeline: int = 0,
-               io_bits: int = 8, freq_mhz: float = 12.0, seed: int = 1,
-               timeout: float = 1800.0, core_stats: bool = True, tools=None,
+               pipeline_votes: bool = False, io_bits: int = 8, freq_mhz: float = 12.0,
+               seed: int = 1, timeout: float = 1800.0, core_stats: bool = True, tools=None,
                log=lambda msg: None) -> dict:
     """Synthesize the wrapped circuit for ``target`` and, if it fits, place and route it.
 
@@ -368,7 +377,8 @@ def synthesize(circuit: Circuit, target: str = "ice40-up5k", *, workdir, pipelin
     ``kairo logic fpga`` saves as ``fpga.json``): cell counts, the wrapper's share, whether
     it fits, utilization and the maximum clock frequency nextpnr achieved.
     """
-    c, w, k = _check_design(circuit, io_bits, pipeline)
+    c, w, k, pv = _check_design(circuit, io_bits, pipeline, pipeline_votes)
+    lat = verilog_latency(c, k, pv)
     tgt = get_target(target)
     if not (isinstance(freq_mhz, (int, float)) and freq_mhz > 0) or \
             not (isinstance(timeout, (int, float)) and timeout > 0):
@@ -386,16 +396,16 @@ def synthesize(circuit: Circuit, target: str = "ice40-up5k", *, workdir, pipelin
     tools = tools or find_tools(tgt.family)
     yosys, nextpnr = tools["yosys"], tools["nextpnr"]
 
-    (wd / "core.v").write_text(verilog_source(c, module=CORE, pipeline=k))
-    (wd / "top.v").write_text(wrapper_source(c, io_bits=w, pipeline=k))
+    (wd / "core.v").write_text(verilog_source(c, module=CORE, pipeline=k, pipeline_votes=pv))
+    (wd / "top.v").write_text(wrapper_source(c, io_bits=w, pipeline=k, pipeline_votes=pv))
     script = ["read_verilog core.v"]
     if core_stats:
         # the core as the wrapper uses it (x in, class out), without the input register
-        cw, clk = shape["class_bits"], "input wire clk, " if k else ""
+        cw, clk = shape["class_bits"], "input wire clk, " if lat else ""
         (wd / "core_only.v").write_text(
             f"module {CORE_ONLY} ({clk}input wire [{c.n_inputs - 1}:0] x, "
             f"output wire [{cw - 1}:0] y);\n"
-            f"{CORE} core ({'.clk(clk), ' if k else ''}.x(x), .o(), .votes(), .y(y));\n"
+            f"{CORE} core ({'.clk(clk), ' if lat else ''}.x(x), .o(), .votes(), .y(y));\n"
             f"endmodule\n")
         script += ["read_verilog core_only.v", f"synth_ice40 -top {CORE_ONLY}",
                    "tee -q -o core_stat.json stat -json", "design -reset",
@@ -409,8 +419,8 @@ def synthesize(circuit: Circuit, target: str = "ice40-up5k", *, workdir, pipelin
         "target": asdict(tgt),
         "circuit": {"n_inputs": c.n_inputs, "n_gates": c.n_gates, "live_gates": live,
                     "n_outputs": c.n_outputs, "n_classes": c.n_classes, "depth": c.depth()},
-        "design": {"top": TOP, "core": CORE, "pipeline": k, **shape,
-                   "latency_cycles": k + 1, "freq_target_mhz": float(freq_mhz),
+        "design": {"top": TOP, "core": CORE, "pipeline": k, "pipeline_votes": pv, **shape,
+                   "latency_cycles": lat + 1, "freq_target_mhz": float(freq_mhz),
                    "seed": int(seed)},
         "tools": {"yosys": " ".join(yosys), "nextpnr": " ".join(nextpnr),
                   "yosys_version": _version(yosys, "-V", min(timeout, 600), workdir),
@@ -488,7 +498,8 @@ def report_text(rep: dict) -> str:
     """A few lines for the terminal."""
     t, s, d = rep["target"], rep["synthesis"], rep["design"]
     lines = [f"{t['name']} ({t['package']}): {rep['circuit']['live_gates']} gates, pipeline "
-             f"{d['pipeline']}, {d['io_bits']}-bit input port ({d['load_cycles']} loads per "
+             f"{d['pipeline']}{' + vote levels' if d.get('pipeline_votes') else ''}, "
+             f"{d['io_bits']}-bit input port ({d['load_cycles']} loads per "
              f"image, {d['pins']} pins)",
              f"yosys: {s['lut4']} LUT4, {s['carry']} carry, {s['dff']} flip-flops "
              f"({s['seconds']:.1f} s)"]
@@ -520,7 +531,7 @@ def run_fpga_command(cfg, rd, log=print) -> str:
             rng = np.random.default_rng(cfg.seed)
             x = rng.integers(0, 2, (cfg.sim_vectors, c.n_inputs), dtype=np.uint8)
             got = simulate_wrapper(c, x, io_bits=cfg.io_bits, pipeline=cfg.pipeline,
-                                   timeout=cfg.timeout)
+                                   pipeline_votes=cfg.pipeline_votes, timeout=cfg.timeout)
             if not np.array_equal(got, c.predict(x)):
                 raise KairoError(f"internal error: the wrapper's simulated classes differ from "
                                  f"Circuit.predict on {cfg.sim_vectors} random inputs")
@@ -529,8 +540,9 @@ def run_fpga_command(cfg, rd, log=print) -> str:
             log(f"wrapper simulated bit-exactly on {cfg.sim_vectors} random inputs")
     before = set(rd.files)
     rep = synthesize(c, cfg.target, workdir=rd.path, pipeline=cfg.pipeline,
-                     io_bits=cfg.io_bits, freq_mhz=cfg.freq, seed=cfg.seed,
-                     timeout=cfg.timeout, core_stats=cfg.core_stats, log=log)
+                     pipeline_votes=cfg.pipeline_votes, io_bits=cfg.io_bits,
+                     freq_mhz=cfg.freq, seed=cfg.seed, timeout=cfg.timeout,
+                     core_stats=cfg.core_stats, log=log)
     rep["circuit"]["path"] = str(cfg.circuit)
     rep["simulation"] = sim
     rd.files += sorted(p.name for p in rd.path.iterdir() if p.name not in before)
