@@ -82,3 +82,25 @@ def test_demo_quick(tmp_path):
         assert "## fly-run" in report and (out / "fly-run" / "fly.mp4").stat().st_size > 0
     else:
         assert "Skipped: the embodied fly needs the [fly] extra" in report
+
+
+def test_sigterm_unwinds_the_results_folder(tmp_path, capsys, monkeypatch):
+    """SIGTERM during a command: the hidden temp folder is removed (as for Ctrl-C), the exit
+    code is 143, and the default handler is back once main returns."""
+    import os
+    import signal
+
+    import kairo.cli as cli
+    from kairo._runs import ResultsDir
+
+    def killed(cmd, args):
+        with ResultsDir(tmp_path / "run", command="kairo tsc test", config={}) as rd:
+            rd.write_json("partial.json", {"x": 1})
+            os.kill(os.getpid(), signal.SIGTERM)
+            raise AssertionError("SIGTERM did not interrupt the command")
+
+    monkeypatch.setattr(cli, "_run_tsc", killed)
+    assert main(["tsc", "list"]) == 143
+    assert "terminated (SIGTERM)" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []                    # neither run/ nor .run.xxxx
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL

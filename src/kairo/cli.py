@@ -9,7 +9,9 @@ import argparse
 import dataclasses
 import logging
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from kairo import __version__
@@ -395,7 +397,29 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+class _Terminated(BaseException):
+    """SIGTERM raised in the main thread, so results folders and temp files unwind as they do
+    for Ctrl-C (a killed run leaves no hidden half-written folder; its checkpoint stays)."""
+
+
+def _on_sigterm(signum, frame):
+    raise _Terminated()
+
+
 def main(argv=None) -> int:
+    # only take SIGTERM over where nobody else has (not in a thread, not under a host's handler)
+    own_term = threading.current_thread() is threading.main_thread() and \
+        signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    if own_term:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        return _main(argv)
+    finally:
+        if own_term:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
@@ -420,6 +444,10 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("kairo: interrupted", file=sys.stderr)
         return 130
+    except _Terminated:
+        print("kairo: terminated (SIGTERM); a checkpointed run resumes when started again",
+              file=sys.stderr)
+        return 143
     except BrokenPipeError:  # output piped into e.g. `head`: results are already written
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

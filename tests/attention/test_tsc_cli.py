@@ -180,3 +180,26 @@ def test_bad_user_files(trained, tmp_path, capsys):
         err = capsys.readouterr().err
         assert fragment in err, (argv, err)
     assert not (tmp_path / "p.csv").exists() and not (tmp_path / "o").exists()
+
+
+def test_a_failed_job_stops_the_other_workers_at_once():
+    """run_grid with workers: when one job fails, the error comes back without waiting for
+    the other, hours-long job, and no worker process is left behind."""
+    import multiprocessing
+    import time
+
+    from kairo._errors import ConfigError
+    from kairo.attention._compare import run_grid
+
+    base = {"dataset": "ItalyPowerDemand", "mnist1d_length": 40, "threads": 1}
+    long_job = {**base, "model": {"encoder": "resnet", "d_model": 8, "layers": 1},
+                "train": {"epochs": 1_000_000, "patience": 0, "threads": 1}}
+    bad_job = {**base, "model": {"d_model": 7, "n_heads": 2}, "train": {"epochs": 1}}
+    t0 = time.perf_counter()
+    with pytest.raises(ConfigError, match="d_model"):
+        run_grid([long_job, bad_job], workers=2)
+    assert time.perf_counter() - t0 < 300                # the long job alone takes hours
+    deadline = time.time() + 10
+    while multiprocessing.active_children() and time.time() < deadline:
+        time.sleep(0.1)
+    assert multiprocessing.active_children() == []

@@ -136,11 +136,21 @@ def run_grid(jobs: list[dict], workers: int = 0, progress_bar=None) -> pd.DataFr
             rows[i] = _one(job)
             bar.update(1)
     else:
-        with ProcessPoolExecutor(n, mp_context=get_context("spawn")) as pool:
+        pool = ProcessPoolExecutor(n, mp_context=get_context("spawn"))
+        try:
             futures = {pool.submit(_one, job): i for i, job in enumerate(jobs)}
             for fut in as_completed(futures):
                 rows[futures[fut]] = fut.result()
                 bar.update(1)
+        except BaseException:
+            # a failed job, Ctrl-C or SIGTERM: stop the workers now instead of letting the
+            # executor's exit wait for every running training (minutes each); the executor
+            # has no public call for this, so its worker table is used
+            for proc in list((getattr(pool, "_processes", None) or {}).values()):
+                proc.terminate()
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown()
     bar.close()
     return pd.DataFrame(rows)
 
