@@ -21,51 +21,21 @@ from kairo.logic._backends import (CompiledCircuit, c_source, compile_c, find_co
                                    find_simulator, native_width, simulate_verilog,
                                    verilog_source, write_c, write_verilog)
 from kairo.logic._circuit import Circuit, pack_bits
+from netlists import (needs_gcc, needs_iverilog, needs_verilator, random_bits, random_netlist,
+                      tie_circuit)
 
-HAVE_GCC = shutil.which("gcc") is not None or shutil.which("cc") is not None
-HAVE_IVERILOG = shutil.which("iverilog") is not None and shutil.which("vvp") is not None
-HAVE_VERILATOR = (shutil.which("verilator") is not None
-                  and B._verilator_major(shutil.which("verilator")) >= 5)
-needs_gcc = pytest.mark.skipif(not HAVE_GCC, reason="no C compiler: apt-get install gcc")
-needs_iverilog = pytest.mark.skipif(not HAVE_IVERILOG,
-                                    reason="Icarus Verilog missing: apt-get install iverilog")
-needs_verilator = pytest.mark.skipif(not HAVE_VERILATOR,
-                                     reason="Verilator >= 5 missing: apt-get install verilator")
 SIZES = (1, 63, 64, 65, 1000)
 
 
 # ---------------------------------------------------------------------------- generators
 def random_circuit(seed: int, n_inputs: int = 12, n_gates: int = 400, n_classes: int = 3,
                    group: int = 4, window: int = 24) -> Circuit:
-    """Random netlist: each gate reads two of the `window` nodes before it (any earlier node
-    with probability 1/4), every op appears, outputs are the last nodes plus an input."""
-    rng = np.random.default_rng(seed)
-    ops = rng.integers(0, 16, n_gates)
-    ops[rng.choice(n_gates, 16, replace=False)] = np.arange(16)
-    node = n_inputs + np.arange(n_gates)
-
-    def pick():
-        near = node - 1 - rng.integers(0, 1 << 30, n_gates) % np.minimum(window, node)
-        anywhere = rng.integers(0, 1 << 30, n_gates) % node
-        return np.where(rng.random(n_gates) < 0.25, anywhere, near)
-
-    n_out = n_classes * group
-    outputs = node[-n_out:].copy()
-    outputs[rng.integers(n_out)] = rng.integers(n_inputs)      # an input as an output
-    outputs[rng.integers(n_out)] = outputs[rng.integers(n_out)]  # a node read twice
-    return Circuit(n_inputs=n_inputs, ops=ops, a=pick(), b=pick(), outputs=outputs,
-                   n_classes=n_classes)
+    """Random netlist (netlists.random_netlist): outputs are the last nodes plus an input."""
+    return random_netlist(seed, n_inputs, n_gates, n_classes, group, window=window)
 
 
 def random_x(seed: int, n: int, m: int) -> np.ndarray:
-    return np.random.default_rng(seed).integers(0, 2, (n, m), dtype=np.int64)
-
-
-def tie_circuit() -> Circuit:
-    """4 classes of 2: class 0 always 0 votes, classes 1 and 3 always 2 (a tie), class 2 = x0+x1."""
-    # nodes 0,1 inputs; 2 FALSE, 3 TRUE, 4 = x0 (A), 5 = x1 (B)
-    return Circuit(n_inputs=2, ops=[0, 15, 3, 5], a=[0, 0, 0, 0], b=[1, 1, 1, 1],
-                   outputs=[2, 2, 3, 3, 4, 5, 3, 3], n_classes=4)
+    return random_bits(seed, n, m, dtype=np.int64)
 
 
 def _has_ties(scores: np.ndarray) -> bool:

@@ -16,45 +16,25 @@ from kairo.logic import Circuit
 from kairo.logic import _backends as B
 from kairo.logic import _bench as BB
 from kairo.logic._model import image_bits
+from netlists import first_varied, random_netlist
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None and shutil.which("cc") is None,
                                 reason="no C compiler: apt-get install gcc")
-TWO_INPUT = np.array([1, 2, 4, 6, 7, 8, 9, 11, 13, 14])
 
 
 def image_circuit(seed: int, n_pixels: int, thresholds, n_classes: int = 3, group: int = 5,
                   n_gates: int = 600, classes=None) -> Circuit:
-    """The first random circuit from ``seed`` on that predicts several classes for random
-    images (any circuit when ``n_classes`` is 1)."""
+    """The first random netlist over thresholded pixels from ``seed`` on that predicts
+    several classes for random images (any circuit when ``n_classes`` is 1)."""
     probe = rand_images(99, 200, n_pixels)
-    for s in range(seed, seed + 100):
-        c = _random_image_circuit(s, n_pixels, thresholds, n_classes, group, n_gates, classes)
-        if n_classes == 1 or len(set(reference(c, probe).tolist())) > 1:
-            return c
-    raise AssertionError("no circuit with varied predictions found")
-
-
-def _random_image_circuit(seed, n_pixels, thresholds, n_classes, group, n_gates, classes):
-    """Random netlist over thresholded pixels; every op appears, most read two inputs."""
-    rng = np.random.default_rng(seed)
-    n_in = n_pixels * len(thresholds)
-    ops = np.where(rng.random(n_gates) < 0.8, rng.choice(TWO_INPUT, n_gates),
-                   rng.integers(0, 16, n_gates))
-    ops[rng.choice(n_gates, 16, replace=False)] = np.arange(16)
-    node = n_in + np.arange(n_gates)
-
-    def pick():
-        near = node - 1 - rng.integers(0, 1 << 30, n_gates) % np.minimum(40, node)
-        return np.where(rng.random(n_gates) < 0.3, rng.integers(0, 1 << 30, n_gates) % node,
-                        near)
-
-    outputs = rng.choice(node[n_gates // 3:], n_classes * group)     # repeats allowed
-    outputs[0] = rng.integers(n_in)                                 # an input as an output
     meta = {"thresholds": list(thresholds)}
     if classes is not None:
         meta["classes"] = list(classes)
-    return Circuit(n_inputs=n_in, ops=ops, a=pick(), b=pick(), outputs=outputs,
-                   n_classes=n_classes, meta=meta)
+    return first_varied(
+        lambda s: random_netlist(s, n_pixels * len(thresholds), n_gates, n_classes, group,
+                                 window=40, p_anywhere=0.3, p_two_input=0.8,
+                                 outputs="sampled", meta=meta),
+        lambda c: reference(c, probe), seed)
 
 
 def reference(c: Circuit, images: np.ndarray) -> np.ndarray:

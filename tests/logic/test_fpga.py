@@ -20,54 +20,23 @@ from kairo.cli import main
 from kairo.logic import Circuit
 from kairo.logic import _fpga as F
 from kairo.logic._backends import vote_levels
-
-HAVE_IVERILOG = shutil.which("iverilog") is not None and shutil.which("vvp") is not None
-needs_iverilog = pytest.mark.skipif(not HAVE_IVERILOG,
-                                    reason="Icarus Verilog missing: apt-get install iverilog")
-
-
-TWO_INPUT = np.array([1, 2, 4, 6, 7, 8, 9, 11, 13, 14])
-
+from netlists import (HAVE_IVERILOG, first_varied, needs_iverilog, random_bits, random_netlist,
+                      tie_circuit)
 
 def random_circuit(seed: int, n_inputs: int = 21, n_gates: int = 300, n_classes: int = 3,
                    group: int = 4) -> Circuit:
-    """Random netlist: gates read recent nodes (or any earlier one), every op appears, most
-    are two-input ops (so the outputs keep depending on the inputs)."""
-    rng = np.random.default_rng(seed)
-    ops = np.where(rng.random(n_gates) < 0.8, rng.choice(TWO_INPUT, n_gates),
-                   rng.integers(0, 16, n_gates))
-    ops[rng.choice(n_gates, 16, replace=False)] = np.arange(16)
-    node = n_inputs + np.arange(n_gates)
-
-    def pick():
-        near = node - 1 - rng.integers(0, 1 << 30, n_gates) % np.minimum(20, node)
-        return np.where(rng.random(n_gates) < 0.25, rng.integers(0, 1 << 30, n_gates) % node,
-                        near)
-
-    outputs = node[-n_classes * group:].copy()
-    outputs[0] = rng.integers(n_inputs)                     # an input read as an output
-    return Circuit(n_inputs=n_inputs, ops=ops, a=pick(), b=pick(), outputs=outputs,
-                   n_classes=n_classes)
+    """Random netlist, mostly two-input ops (so the outputs keep depending on the inputs)."""
+    return random_netlist(seed, n_inputs, n_gates, n_classes, group, window=20,
+                          p_two_input=0.8)
 
 
 def varied_circuit(seed: int, **kw) -> Circuit:
     """The first random circuit from ``seed`` on that predicts more than one class."""
     probe = rand_x(99, 64, kw.get("n_inputs", 21))
-    for s in range(seed, seed + 100):
-        c = random_circuit(s, **kw)
-        if c.n_classes == 1 or len(set(c.predict(probe).tolist())) > 1:
-            return c
-    raise AssertionError("no varied circuit found")
+    return first_varied(lambda s: random_circuit(s, **kw), lambda c: c.predict(probe), seed)
 
 
-def tie_circuit() -> Circuit:
-    """Classes 1 and 3 always tie at 2 votes, class 2 = x0 + x1: ties must go to class 1."""
-    return Circuit(n_inputs=2, ops=[0, 15, 3, 5], a=[0, 0, 0, 0], b=[1, 1, 1, 1],
-                   outputs=[2, 2, 3, 3, 4, 5, 3, 3], n_classes=4)
-
-
-def rand_x(seed: int, n: int, m: int) -> np.ndarray:
-    return np.random.default_rng(seed).integers(0, 2, (n, m), dtype=np.uint8)
+rand_x = random_bits
 
 
 # ---------------------------------------------------------------------------- targets, tools
