@@ -517,7 +517,6 @@ def report_text(rep: dict) -> str:
     return "\n".join(lines)
 
 
-
 def run_fpga_command(cfg, rd, log=print) -> str:
     """``kairo logic fpga``: simulate the wrapper, synthesize, write ``fpga.json`` into ``rd``."""
     c = Circuit.load(cfg.circuit)
