@@ -112,8 +112,9 @@ _TSC_HELP = {
 _LOGIC_HW_HELP = {
     "target": "FPGA part: ice40-up5k, ice40-hx8k, ice40-lp8k, ice40-hx1k, ice40-lp1k",
     "pipeline": "register stages cutting the gate core by logic depth",
-    "pipeline_votes": "also put a register after every level of the vote adder trees and the "
-                      "argmax (latency + their levels; for the fmax of wide circuits)",
+    "pipeline_votes": "register stages spread over the vote adder trees and the argmax "
+                      "(at most their levels − 1; adds to the latency; for the fmax of "
+                      "circuits with many votes)",
     "io_bits": "input bits loaded per clock through the shift register",
     "freq": "clock (MHz) nextpnr aims for; the achieved fmax is reported",
     "seed": "seed of nextpnr and the simulated inputs (fpga), of random images (bench)",

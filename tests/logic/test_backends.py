@@ -262,30 +262,37 @@ def test_verilog_structure(circ):
     assert v2.startswith("//") and "module net2 (" in v2 and "input  wire clk" in v2
     assert v2.count("always @(posedge clk)") == 2
     assert "valid 2 rising clk edge(s) after x" in v2
-    # pipelined votes: one register per adder and argmax level, everything aligned with y
+    # registers in the vote adder and argmax trees, spread evenly, everything aligned with y
     grp = circ.n_outputs // circ.n_classes
     assert B.vote_levels(circ) == ((grp - 1).bit_length(), 2)              # 3 classes
-    lat = B.verilog_latency(circ, 2, True)
-    assert lat == 2 + sum(B.vote_levels(circ)) and B.verilog_latency(circ, 2) == 2
-    v3 = verilog_source(circ, pipeline=2, pipeline_votes=True)
-    assert f"valid {lat} rising clk edge(s) after x" in v3
+    levels = sum(B.vote_levels(circ))
+    assert B.vote_cuts(circ, 0) == [] and B.vote_cuts(circ, 1) == [levels // 2]
+    assert B.vote_cuts(circ, levels - 1) == list(range(1, levels))          # every level
+    assert B.verilog_latency(circ, 2, 1) == 3 and B.verilog_latency(circ, 2) == 2
+    v3 = verilog_source(circ, pipeline=2, pipeline_votes=levels - 1)
+    assert f"valid {levels + 1} rising clk edge(s) after x" in v3
     assert " pc0_0 <= " in v3 and " pc0_0 = " not in v3                    # regs, not wires
     assert " am0_i <= " in v3 and " am0_i = " not in v3
-    assert f"o_d{sum(B.vote_levels(circ))} <= o_d" in v3 and "votes_d2 <=" in v3
-    assert "clk" in verilog_source(circ, pipeline_votes=True)
-    with pytest.raises(KairoError, match="pipeline_votes must be True or False"):
-        verilog_source(circ, pipeline_votes="yes")
+    assert f"o_d{levels - 1} <= o_d" in v3 and "votes_d1 <=" in v3
+    assert "clk" in verilog_source(circ, pipeline_votes=1)
+    for bad in (levels, -1, "1", True, 1.0):
+        with pytest.raises(KairoError, match=f"pipeline_votes must be an integer from 0 to "
+                                             f"{levels - 1}"):
+            verilog_source(circ, pipeline_votes=bad)
 
 
 def test_vote_levels_and_latency_of_small_groups():
     one = Circuit(n_inputs=2, ops=[], a=[], b=[], outputs=[0, 1], n_classes=2)
-    assert B.vote_levels(one) == (0, 1) and B.verilog_latency(one, 0, True) == 1
+    assert B.vote_levels(one) == (0, 1) and B.verilog_latency(one, 1, 0) == 1
+    with pytest.raises(KairoError, match="from 0 to 0"):
+        B.vote_cuts(one, 1)
     five = Circuit(n_inputs=5, ops=[], a=[], b=[], outputs=[0, 1, 2, 3, 4], n_classes=1)
-    assert B.vote_levels(five) == (3, 0) and B.verilog_latency(five, 1, True) == 4
+    assert B.vote_levels(five) == (3, 0) and B.vote_cuts(five, 2) == [1, 2]
+    assert B.verilog_latency(five, 1, 2) == 3
 
 
 @needs_iverilog
-@pytest.mark.parametrize("pipeline, votes", [(0, False), (2, False), (0, True), (3, True)])
+@pytest.mark.parametrize("pipeline, votes", [(0, 0), (2, 0), (0, 3), (3, 1)])
 def test_iverilog_matches_reference(circ, pipeline, votes):
     x = random_x(20 + pipeline, 500, circ.n_inputs)
     out, pred, scores = simulate_verilog(circ, x, simulator="iverilog", pipeline=pipeline,
@@ -298,8 +305,7 @@ def test_iverilog_matches_reference(circ, pipeline, votes):
 
 
 @needs_iverilog
-@pytest.mark.parametrize("pipeline, votes", [(0, False), (2, False), (5, False), (0, True),
-                                             (2, True)])
+@pytest.mark.parametrize("pipeline, votes", [(0, 0), (2, 0), (5, 0), (0, 1), (2, 1)])
 def test_iverilog_ties_and_degenerate(pipeline, votes):
     t = tie_circuit()
     x = random_x(4, 64, 2)
@@ -325,7 +331,7 @@ def test_iverilog_1000_gates_2000_vectors_fast():
 
 
 @needs_verilator
-@pytest.mark.parametrize("pipeline, votes", [(0, False), (2, False), (1, True)])
+@pytest.mark.parametrize("pipeline, votes", [(0, 0), (2, 0), (1, 2)])
 def test_verilator_matches_reference(circ, pipeline, votes):
     x = random_x(30 + pipeline, 300, circ.n_inputs)
     out, pred, scores = simulate_verilog(circ, x, simulator="verilator", pipeline=pipeline,
@@ -337,7 +343,7 @@ def test_verilator_matches_reference(circ, pipeline, votes):
 
 @needs_verilator
 def test_verilog_lint_clean(circ, tmp_path):
-    for k, votes in ((0, False), (3, False), (0, True), (2, True)):
+    for k, votes in ((0, 0), (3, 0), (0, 3), (2, 1)):
         f = write_verilog(circ, tmp_path / "kairo_circuit.v", pipeline=k, pipeline_votes=votes)
         r = subprocess.run(["verilator", "--lint-only", "-Wall", str(f)], capture_output=True,
                            text=True, cwd=tmp_path)

@@ -82,7 +82,7 @@ from kairo.logic._gates import N_GATES, TRUTH
 
 __all__ = ["c_source", "compile_c", "CompiledCircuit", "write_c", "find_compiler",
            "native_width", "verilog_source", "write_verilog", "simulate_verilog",
-           "verilog_latency", "vote_levels",
+           "verilog_latency", "vote_levels", "vote_cuts",
            "find_simulator", "image_spec", "C_FLAGS", "WIDTHS"]
 
 WIDTHS = (64, 256, 512)
@@ -1298,18 +1298,33 @@ def vote_levels(circuit: Circuit) -> tuple[int, int]:
     return (int(c.n_outputs // c.n_classes - 1).bit_length(), int(c.n_classes - 1).bit_length())
 
 
-def verilog_latency(circuit: Circuit, pipeline: int = 0, pipeline_votes: bool = False) -> int:
+def vote_cuts(circuit: Circuit, stages: int) -> list[int]:
+    """The vote/argmax levels (1-based, adder levels first) followed by a register when
+    ``stages`` registers are spread over the L = sum(vote_levels) levels: after level
+    ⌊j·L/(stages+1)⌋ for j = 1…stages, so the L levels fall into stages + 1 runs of about
+    equal length. At most L − 1 stages: the last level feeds ``y``, which a user registers
+    (the FPGA wrapper's ``cls`` register does)."""
+    levels = sum(vote_levels(circuit))
+    if isinstance(stages, (bool, np.bool_)) or not isinstance(stages, (int, np.integer)) or \
+            not 0 <= stages <= max(levels - 1, 0):
+        raise KairoError(f"pipeline_votes must be an integer from 0 to {max(levels - 1, 0)} "
+                         f"(the circuit's vote adder and argmax trees have {levels} levels), "
+                         f"got {stages!r}")
+    return [j * levels // (int(stages) + 1) for j in range(1, int(stages) + 1)]
+
+
+def verilog_latency(circuit: Circuit, pipeline: int = 0, pipeline_votes: int = 0) -> int:
     """Clock edges from ``x`` to valid ``o``/``votes``/``y`` in :func:`verilog_source`."""
-    return int(pipeline) + (sum(vote_levels(circuit)) if pipeline_votes else 0)
+    return int(pipeline) + len(vote_cuts(circuit, pipeline_votes))
 
 
 def verilog_source(circuit: Circuit, *, module: str = "kairo_circuit", pipeline: int = 0,
-                   pipeline_votes: bool = False) -> str:
+                   pipeline_votes: int = 0) -> str:
     """Synthesizable Verilog-2001 for the circuit.
 
     Ports::
 
-        input  wire clk                       // only when pipeline > 0 or pipeline_votes
+        input  wire clk                       // only when pipeline + pipeline_votes > 0
         input  wire [n_inputs-1:0]  x         // x[i] = input node i
         output wire [n_outputs-1:0] o         // o[j] = output j (node circuit.outputs[j])
         output wire [n_classes*SW-1:0] votes  // class c's vote count at votes[c*SW +: SW]
@@ -1326,11 +1341,11 @@ def verilog_source(circuit: Circuit, *, module: str = "kairo_circuit", pipeline:
     edges earlier (i.e. ``x`` is sampled by the first edge; after the ``k``-th edge the outputs
     are valid); a new ``x`` can be applied every cycle.
 
-    ``pipeline_votes=True`` also registers every level of the vote adder trees and of the
-    argmax tree (:func:`vote_levels`), so no adder or comparator chain sits between two
-    registers: the wide dense circuits' clock is then set by the gate core. ``o`` and
-    ``votes`` are delayed to stay aligned with ``y``; the latency is
-    :func:`verilog_latency`.
+    ``pipeline_votes=s`` puts ``s`` more register stages into the vote adder trees and the
+    argmax tree (:func:`vote_levels`; where: :func:`vote_cuts`), so their carry chains and
+    comparators are cut too — for wide circuits (thousands of votes) they, not the gates,
+    set the clock. ``o`` and ``votes`` are delayed to stay aligned with ``y``; the latency is
+    :func:`verilog_latency` (``pipeline + s``).
     """
     c = _check_circuit(circuit)
     if not isinstance(module, str) or not _VERILOG_ID.match(module) or \
@@ -1341,11 +1356,10 @@ def verilog_source(circuit: Circuit, *, module: str = "kairo_circuit", pipeline:
     if isinstance(pipeline, bool) or not isinstance(pipeline, (int, np.integer)) or pipeline < 0:
         raise KairoError(f"pipeline must be a non-negative integer number of register "
                          f"stages, got {pipeline!r}")
-    if not isinstance(pipeline_votes, (bool, np.bool_)):
-        raise KairoError(f"pipeline_votes must be True or False, got {pipeline_votes!r}")
+    cuts = set(vote_cuts(c, pipeline_votes))
     kst = int(pipeline)
-    regv = bool(pipeline_votes)
-    lat = verilog_latency(c, kst, regv)
+    regv = len(cuts)
+    lat = kst + regv
     ni, no, nc, k = c.n_inputs, c.n_outputs, c.n_classes, c.n_inputs
     grp = no // nc
     sw, cw = _vbits(grp), _class_bits(nc)
@@ -1381,7 +1395,8 @@ def verilog_source(circuit: Circuit, *, module: str = "kairo_circuit", pipeline:
              f"{no} outputs in {nc} classes of {grp}; depth {dmax}.\n"
              f"// votes: class c at votes[c*{sw} +: {sw}]; y: first class with the most votes.\n"
              + (f"// Pipeline: {kst} register stage(s) in the gate core"
-                + (", one per vote adder and argmax level" if regv else "")
+                + (f", {regv} in the vote and argmax trees (after levels "
+                   f"{', '.join(map(str, sorted(cuts)))})" if regv else "")
                 + f"; outputs are valid {lat} rising clk edge(s) after x.\n"
                 if lat else "// Purely combinational.\n")
              + "`default_nettype none\n")
@@ -1425,61 +1440,65 @@ def verilog_source(circuit: Circuit, *, module: str = "kairo_circuit", pipeline:
             expr = f"{name}_d{i}"
         return expr
 
-    def node(name: str, w: int, expr: str) -> str:
-        """A tree node: a wire, or with pipeline_votes a register (one level of latency)."""
+    def node(name: str, w: int, expr: str, level: int) -> str:
+        """A tree node at ``level``: a wire, or a register where a cut follows the level."""
         rng = "" if w == 1 else f"[{w - 1}:0] "
-        if regv:
+        if level in cuts:
             L.append(f"reg {rng}{name};\nalways @(posedge clk) {name} <= {expr};")
         else:
             L.append(f"wire {rng}{name} = {expr};")
         return name
 
     n_add, n_arg = vote_levels(c)
+    cut_add = sum(1 for v in cuts if v <= n_add)            # registers inside the adder trees
     L.append("\n// outputs")
-    if regv:                    # o waits for the vote and argmax levels, to stay aligned with y
+    if regv:                    # o waits for the vote and argmax registers, aligned with y
         L.append(f"wire [{no - 1}:0] o_core;")
         for j, n in enumerate(outs):
             L.append(f"assign o_core[{j}] = {at(n, kst)};")
-        L.append(f"assign o = {delayed('o_core', no, n_add + n_arg, 'o')};")
+        L.append(f"assign o = {delayed('o_core', no, regv, 'o')};")
     else:
         for j, n in enumerate(outs):
             L.append(f"assign o[{j}] = {at(n, kst)};")
 
     # balanced adder tree per class: terms (expr, max value)
-    L.append("\n// vote counts" + (" (a register after every adder level)" if regv else ""))
+    L.append("\n// vote counts")
     wid = 0
     for cls in range(nc):
         # read the nodes themselves, not bits of the o bus: in event-driven simulators a
         # change of any bit of a vector net re-evaluates every reader of that net
         terms = [(at(outs[cls * grp + i], kst), 1) for i in range(grp)]
+        level = 0
         while len(terms) > 1:
+            level += 1
             nxt = []
             for i in range(0, len(terms) - 1, 2):
                 (e1, m1), (e2, m2) = terms[i], terms[i + 1]
                 w = _vbits(m1 + m2)
                 nxt.append((node(f"pc{cls}_{wid}", w, f"{_zext(e1, _vbits(m1), w)} + "
-                                 f"{_zext(e2, _vbits(m2), w)}"), m1 + m2))
+                                 f"{_zext(e2, _vbits(m2), w)}", level), m1 + m2))
                 wid += 1
-            if len(terms) % 2:          # the odd term skips this level (one register with regv)
+            if len(terms) % 2:          # the odd term skips this level (registered at a cut)
                 e, m = terms[-1]
-                if regv:
-                    e = node(f"pc{cls}_{wid}", _vbits(m), e)
+                if level in cuts:
+                    e = node(f"pc{cls}_{wid}", _vbits(m), e, level)
                     wid += 1
                 nxt.append((e, m))
             terms = nxt
         L.append(f"wire [{sw - 1}:0] cnt{cls} = {terms[0][0]};")
     cat = "{" + ", ".join(f"cnt{cls}" for cls in reversed(range(nc))) + "}"
-    if regv:
+    if regv - cut_add:          # votes wait for the argmax registers
         L.append(f"wire [{nc * sw - 1}:0] votes_tree = {cat};")
-        L.append(f"assign votes = {delayed('votes_tree', nc * sw, n_arg, 'votes')};")
+        L.append(f"assign votes = {delayed('votes_tree', nc * sw, regv - cut_add, 'votes')};")
     else:
         L.append(f"assign votes = {cat};")
 
-    L.append("\n// argmax (ties -> lower class index)"
-             + (", a register after every level" if regv else ""))
+    L.append("\n// argmax (ties -> lower class index)")
     leaves = [(f"cnt{cls}", f"{cw}'d{cls}") for cls in range(nc)]
     aid = 0
+    level = n_add
     while len(leaves) > 1:
+        level += 1
         nxt = []
         for i in range(0, len(leaves) - 1, 2):
             (s1, i1), (s2, i2) = leaves[i], leaves[i + 1]
@@ -1488,14 +1507,14 @@ def verilog_source(circuit: Circuit, *, module: str = "kairo_circuit", pipeline:
             L.append(f"wire {t}_gt = {s2} > {s1};")
             v = None
             if len(leaves) > 2:                     # the root's best count is not needed
-                v = node(f"{t}_v", sw, f"{t}_gt ? {s2} : {s1}")
-            nxt.append((v, node(f"{t}_i", cw, f"{t}_gt ? {i2} : {i1}")))
-        if len(leaves) % 2:             # the odd leaf skips this level
+                v = node(f"{t}_v", sw, f"{t}_gt ? {s2} : {s1}", level)
+            nxt.append((v, node(f"{t}_i", cw, f"{t}_gt ? {i2} : {i1}", level)))
+        if len(leaves) % 2:             # the odd leaf skips this level (registered at a cut)
             s1, i1 = leaves[-1]
-            if regv:
+            if level in cuts:
                 t = f"am{aid}"
                 aid += 1
-                s1, i1 = node(f"{t}_v", sw, s1), node(f"{t}_i", cw, i1)
+                s1, i1 = node(f"{t}_v", sw, s1, level), node(f"{t}_i", cw, i1, level)
             nxt.append((s1, i1))
         leaves = nxt
     L.append(f"assign y = {leaves[0][1]};")
@@ -1598,7 +1617,7 @@ def _hex_bits(tokens: list[str], n_bits: int) -> np.ndarray:
 
 
 def simulate_verilog(circuit: Circuit, x, *, simulator: str = "auto", pipeline: int = 0,
-                     pipeline_votes: bool = False, with_scores: bool = False,
+                     pipeline_votes: int = 0, with_scores: bool = False,
                      timeout: float | None = None):
     """Simulate :func:`verilog_source` on input vectors.
 

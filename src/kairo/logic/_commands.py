@@ -147,7 +147,7 @@ class ExportConfig:
     format: str = "c"                 # json, c, verilog
     output: str = ""                  # file to write (its folder must exist)
     pipeline: int = 0                 # Verilog register stages
-    pipeline_votes: bool = False      # Verilog: also register each vote adder / argmax level
+    pipeline_votes: int = 0           # Verilog register stages in the vote and argmax trees
 
     def __post_init__(self):
         if not self.circuit or not self.output:
@@ -155,8 +155,9 @@ class ExportConfig:
         if self.format not in EXPORT_FORMATS:
             raise ConfigError(f"format must be one of {', '.join(EXPORT_FORMATS)}; got "
                               f"{self.format!r}")
-        if self.pipeline < 0:
-            raise ConfigError(f"pipeline must be ≥ 0, got {self.pipeline}")
+        if self.pipeline < 0 or self.pipeline_votes < 0:
+            raise ConfigError(f"pipeline and pipeline_votes must be ≥ 0, got "
+                              f"{self.pipeline} and {self.pipeline_votes}")
 
 
 @dataclass(frozen=True)
@@ -312,7 +313,7 @@ class FpgaConfig:
     circuit: str = ""                 # circuit.json
     target: str = "ice40-up5k"        # see kairo.logic._fpga.TARGETS
     pipeline: int = 0                 # register stages in the gate core
-    pipeline_votes: bool = False      # also register each vote adder and argmax level
+    pipeline_votes: int = 0           # register stages in the vote and argmax trees
     io_bits: int = 8                  # input bits loaded per clock
     freq: float = 12.0                # MHz nextpnr aims for (fmax is reported either way)
     seed: int = 1                     # nextpnr placement seed
@@ -326,9 +327,10 @@ class FpgaConfig:
         if not self.circuit:
             raise ConfigError("--circuit is required")
         get_target(self.target)
-        if self.pipeline < 0 or self.io_bits < 1 or self.sim_vectors < 0:
-            raise ConfigError(f"pipeline and sim_vectors must be ≥ 0 and io_bits ≥ 1, got "
-                              f"pipeline={self.pipeline}, io_bits={self.io_bits}, "
+        if min(self.pipeline, self.pipeline_votes, self.sim_vectors) < 0 or self.io_bits < 1:
+            raise ConfigError(f"pipeline, pipeline_votes and sim_vectors must be ≥ 0 and "
+                              f"io_bits ≥ 1, got pipeline={self.pipeline}, pipeline_votes="
+                              f"{self.pipeline_votes}, io_bits={self.io_bits}, "
                               f"sim_vectors={self.sim_vectors}")
         if not self.freq > 0 or not self.timeout > 0:
             raise ConfigError(f"freq (MHz) and timeout (s) must be > 0, got freq={self.freq}, "

@@ -16,7 +16,7 @@ An image takes ``ceil(n_inputs / io_bits)`` load cycles; ``start`` may coincide 
 load of the next image (it samples the register before that edge shifts), so a stream of
 images costs one cycle per load. ``cls`` and ``valid`` are registered on the rising edge
 L edges after the one that samples ``start`` (the same edge without pipelining), L being the
-core's latency (``pipeline``, plus the vote adder and argmax levels with ``pipeline_votes``):
+core's latency (``pipeline + pipeline_votes`` register stages):
 a latency of ``L + 1`` edges counting that one. The input register is flip-flops with
 enable (no LUTs); the core alone is also synthesized so the report can say what the wrapper
 costs.
@@ -43,7 +43,7 @@ import numpy as np
 
 from kairo._errors import ConfigError, KairoError
 from kairo.logic._backends import (_class_bits, _live_nodes, _stderr_head, find_simulator,
-                                   verilog_latency, verilog_source)
+                                   verilog_latency, verilog_source, vote_cuts)
 from kairo.logic._circuit import Circuit
 
 __all__ = ["FpgaTarget", "TARGETS", "get_target", "find_tools", "design_shape",
@@ -139,15 +139,17 @@ def _version(cmd: list[str], flag: str, timeout: float, cwd: Path) -> str:
 
 # ============================================================================ wrapper
 def _check_design(circuit, io_bits, pipeline,
-                  pipeline_votes=False) -> tuple[Circuit, int, int, bool]:
+                  pipeline_votes=0) -> tuple[Circuit, int, int, int]:
     if not isinstance(circuit, Circuit):
         raise KairoError(f"expected a kairo.logic Circuit, got {type(circuit).__name__}")
     for name, val, lo in (("io_bits", io_bits, 1), ("pipeline", pipeline, 0)):
         if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < lo:
             raise ConfigError(f"{name} must be an integer ≥ {lo}, got {val!r}")
-    if not isinstance(pipeline_votes, (bool, np.bool_)):
-        raise ConfigError(f"pipeline_votes must be true or false, got {pipeline_votes!r}")
-    return circuit, int(io_bits), int(pipeline), bool(pipeline_votes)
+    try:
+        vote_cuts(circuit, pipeline_votes)
+    except KairoError as exc:
+        raise ConfigError(str(exc)) from None
+    return circuit, int(io_bits), int(pipeline), int(pipeline_votes)
 
 
 def design_shape(circuit: Circuit, io_bits: int = 8) -> dict:
@@ -158,7 +160,7 @@ def design_shape(circuit: Circuit, io_bits: int = 8) -> dict:
 
 
 def wrapper_source(circuit: Circuit, *, io_bits: int = 8, pipeline: int = 0,
-                   pipeline_votes: bool = False) -> str:
+                   pipeline_votes: int = 0) -> str:
     """Verilog-2001 top module ``kairo_top`` around ``kairo_circuit`` (see the module doc)."""
     c, w, kc, pv = _check_design(circuit, io_bits, pipeline, pipeline_votes)
     k = verilog_latency(c, kc, pv)                  # the core's latency in clock edges
@@ -179,7 +181,7 @@ def wrapper_source(circuit: Circuit, *, io_bits: int = 8, pipeline: int = 0,
 // {w}*i … {w}*i+{w - 1}; bits past {n - 1} are ignored). start classifies the loaded bits
 // (it may coincide with the next image's first load); cls and a one-cycle valid pulse are
 // registered {k} rising edge(s) after the edge that samples start. Core pipeline: {kc} stage(s)
-// in the gates{", a register after every vote adder and argmax level" if pv else ""}.
+// in the gates, {pv} in the vote and argmax trees.
 `default_nettype none
 module {TOP} (
     input  wire clk,
@@ -241,7 +243,7 @@ def _schedule(x: np.ndarray, io_bits: int, pipeline: int) -> np.ndarray:
 
 
 def simulate_wrapper(circuit: Circuit, x, *, io_bits: int = 8, pipeline: int = 0,
-                     pipeline_votes: bool = False, timeout: float | None = 300,
+                     pipeline_votes: int = 0, timeout: float | None = 300,
                      return_timing: bool = False):
     """Run ``kairo_top`` in Icarus Verilog: load each row of ``x`` (0/1, (n, n_inputs)),
     start it, and return the classes (n,) int64 that ``valid`` announced, in order.
@@ -364,7 +366,7 @@ def _pnr_report(report: Path, log_text: str) -> dict:
 
 
 def synthesize(circuit: Circuit, target: str = "ice40-up5k", *, workdir, pipeline: int = 0,
-               pipeline_votes: bool = False, io_bits: int = 8, freq_mhz: float = 12.0,
+               pipeline_votes: int = 0, io_bits: int = 8, freq_mhz: float = 12.0,
                seed: int = 1, timeout: float = 1800.0, core_stats: bool = True, tools=None,
                log=lambda msg: None) -> dict:
     """Synthesize the wrapped circuit for ``target`` and, if it fits, place and route it.
@@ -498,7 +500,7 @@ def report_text(rep: dict) -> str:
     """A few lines for the terminal."""
     t, s, d = rep["target"], rep["synthesis"], rep["design"]
     lines = [f"{t['name']} ({t['package']}): {rep['circuit']['live_gates']} gates, pipeline "
-             f"{d['pipeline']}{' + vote levels' if d.get('pipeline_votes') else ''}, "
+             f"{d['pipeline']} + {d.get('pipeline_votes', 0)} in the votes, "
              f"{d['io_bits']}-bit input port ({d['load_cycles']} loads per "
              f"image, {d['pins']} pins)",
              f"yosys: {s['lut4']} LUT4, {s['carry']} carry, {s['dff']} flip-flops "
