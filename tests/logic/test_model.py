@@ -69,6 +69,31 @@ def test_gumbel_mode_is_hard_forward_soft_backward():
     assert layer.weight.grad is not None and layer.weight.grad.abs().sum() > 0
 
 
+@pytest.mark.parametrize("backend", ["torch", "fused"])
+def test_hard_mode_trains_the_discrete_circuit(backend):
+    """Straight-through with argmax: the training forward equals the eval (discrete) forward,
+    and the logits' gradient is the softmax mixture's gradient at that forward."""
+    torch.manual_seed(0)
+    hard = LogicDense(12, 6, mode="hard", seed=3, backend=backend)
+    soft = LogicDense(12, 6, mode="soft", seed=3, backend=backend)
+    soft.load_state_dict(hard.state_dict())
+    x = torch.randint(0, 2, (5, 12)).float()
+    y = hard(x)
+    torch.testing.assert_close(y, hard.eval()(x).detach())
+    hard.train()
+    g = torch.randn_like(y)
+    hard(x).backward(g)
+    p = torch.softmax(soft.weight, -1)
+    # d loss / d p for the hard forward = g · (gate outputs at the binary inputs): chain it
+    # through the softmax Jacobian by hand and compare
+    a, b = x[:, hard.ia], x[:, hard.ib]
+    basis = torch.stack([torch.ones_like(a), a, b, a * b], -1)           # (5, 6, 4)
+    gate_out = basis @ torch.tensor(COEFFS, dtype=torch.float32).T       # (5, 6, 16)
+    dp = (g[..., None] * gate_out).sum(0)                                # (6, 16)
+    dw = p * (dp - (p * dp).sum(-1, keepdim=True))
+    torch.testing.assert_close(hard.weight.grad, dw, rtol=1e-4, atol=1e-6)
+
+
 @pytest.mark.parametrize("n_in, n_out", [(1000, 100), (100, 1000), (7, 3), (2, 5)])
 def test_unique_pairings_cover_inputs_and_never_repeat_an_input(n_in, n_out):
     a, b = pairings(n_in, n_out, "unique", np.random.default_rng(0))
@@ -81,7 +106,7 @@ def test_bad_layer_arguments():
     with pytest.raises(ConfigError, match="pairing"):
         pairings(4, 4, "zigzag", np.random.default_rng(0))
     with pytest.raises(ConfigError, match="gate mode"):
-        LogicDense(4, 4, mode="hard")
+        LogicDense(4, 4, mode="sharp")
     with pytest.raises(ConfigError, match="class groups do not divide"):
         GroupSum(3)(torch.zeros(2, 10))
     with pytest.raises(ConfigError, match="thresholds"):

@@ -16,7 +16,7 @@ __all__ = ["LogicTrainConfig", "ExportConfig", "VerifyConfig", "run_train", "run
            "run_verify", "EXPORT_FORMATS", "BACKENDS"]
 
 PAIRINGS = ("random", "unique")       # kept equal to kairo.logic._layers (torch-free here)
-GATE_MODES = ("soft", "gumbel")
+GATE_MODES = ("soft", "gumbel", "hard")
 EXPORT_FORMATS = ("json", "c", "verilog")
 BACKENDS = ("numpy", "c", "verilog")
 
@@ -48,7 +48,7 @@ class LogicTrainConfig:
     layers: int = 2                           # logic layers (the last feeds GroupSum)
     pairing: str = "unique"
     residual_init: float = 0.0                # > 0: pass-through logit starts at this value
-    gate_mode: str = "soft"                   # soft, gumbel (straight-through)
+    gate_mode: str = "soft"                   # soft; gumbel, hard (straight-through)
     gumbel_tau: float = 1.0
     tau: float = 10.0                         # GroupSum temperature
     lr: float = 0.01

@@ -109,7 +109,11 @@ class _GateLayer(nn.Module):
             return nn.functional.one_hot(self.weight.argmax(-1), N_GATES).to(self.weight.dtype)
         if self.mode == "gumbel":
             return nn.functional.gumbel_softmax(self.weight, tau=self.tau, hard=True)
-        return torch.softmax(self.weight, dim=-1)
+        soft = torch.softmax(self.weight, dim=-1)
+        if self.mode == "hard":         # the discrete circuit forward, softmax gradients back
+            hard = nn.functional.one_hot(self.weight.argmax(-1), N_GATES).to(soft.dtype)
+            return hard + soft - soft.detach()
+        return soft
 
     def gate_coeffs(self, dtype: torch.dtype) -> torch.Tensor:
         """(..., 4): the affine coefficients (c₀, c_a, c_b, c_ab) of every gate."""
@@ -159,8 +163,10 @@ class LogicDense(_GateLayer):
         If > 0, the logit of the pass-through gate A starts at this value and the others at 0
         (the convolutional paper's residual initialization: deep stacks start as identity).
         0 draws all logits from N(0, 1) as in the original paper.
-    mode : "soft" (softmax mixture) or "gumbel" (Gumbel-softmax with a straight-through
-        hard gate in the forward pass, so training sees the discrete circuit it will become).
+    mode : "soft" (softmax mixture), "gumbel" (Gumbel-softmax with a straight-through
+        hard gate in the forward pass: a sampled circuit) or "hard" (straight-through with
+        the argmax gate forward: training sees exactly the discrete circuit it will become;
+        meant for fine-tuning a soft-trained network, resumed with ``--gate-mode hard``).
     backend : "auto", "torch" or "fused" (see the module docstring)
     """
 
