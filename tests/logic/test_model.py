@@ -239,3 +239,43 @@ def test_coefficients_are_affine_in_1_a_b_ab():
     assert COEFFS.shape == (16, 4)
     model = build_model(LogicTrainConfig(classes=(0, 1), hidden=10, layers=1))
     assert len(model.logic) == 1 and model.logic[0].n_in == 784
+
+
+def test_keep_best_ends_with_the_best_validation_weights_and_resumes(zero_one, tmp_path,
+                                                                      monkeypatch):
+    """keep_best: the model ends with the weights of the best discrete validation accuracy
+    (here scripted: 0.5, 0.9, 0.7 → iteration 80), also after a resume and when loaded from
+    the checkpoint; the checkpoint's own weights stay the latest ones."""
+    import kairo.logic._model as M
+
+    cfg, data = zero_one
+    quiet = dict(data=data, log=lambda *_: None, progress_bar=False)
+
+    def scripted():
+        seq = iter([0.5, 0.9, 0.7])
+        return lambda model, x, y, discrete=True: next(seq) if discrete else 0.5
+
+    cfg = LogicTrainConfig(**{**cfg.__dict__, "iters": 120, "eval_every": 40, "keep_best": True})
+    monkeypatch.setattr(M, "accuracy", scripted())
+    best = train(cfg, checkpoint=tmp_path / "best.pt", **quiet)
+    assert best["kept_iter"] == 80
+    monkeypatch.setattr(M, "accuracy", lambda model, x, y, discrete=True: 0.5)
+    ref = train(LogicTrainConfig(**{**cfg.__dict__, "iters": 80, "keep_best": False}), **quiet)
+    assert ref["kept_iter"] is None
+    for p, q in zip(best["model"].parameters(), ref["model"].parameters()):
+        torch.testing.assert_close(p, q)
+    loaded, _ = model_from_checkpoint(tmp_path / "best.pt")
+    for p, q in zip(loaded.parameters(), ref["model"].parameters()):
+        torch.testing.assert_close(p, q)
+    assert torch.load(tmp_path / "best.pt", weights_only=True)["iter"] == 120
+    # killed after the evaluation at 80, resumed to 120: the same kept weights
+    monkeypatch.setattr(M, "accuracy", scripted())
+    train(LogicTrainConfig(**{**cfg.__dict__, "iters": 80}), checkpoint=tmp_path / "p.pt",
+          **quiet)
+    monkeypatch.setattr(M, "accuracy", lambda model, x, y, discrete=True: 0.7)
+    again = train(cfg, checkpoint=tmp_path / "p.pt", **quiet)
+    assert again["resumed_from"] == 80 and again["kept_iter"] == 80
+    for p, q in zip(again["model"].parameters(), ref["model"].parameters()):
+        torch.testing.assert_close(p, q)
+    with pytest.raises(ConfigError, match="keep_best must be true or false"):
+        LogicTrainConfig(keep_best="yes")

@@ -57,6 +57,7 @@ class LogicTrainConfig:
     batch: int = 128
     iters: int = 1000
     eval_every: int = 200
+    keep_best: bool = False                   # end with the best-discrete-validation weights
     checkpoint_every: int = 200
     val_fraction: float = 0.1
     backend: str = "auto"                     # torch, fused (numba CPU kernels), auto
@@ -76,6 +77,8 @@ class LogicTrainConfig:
         if self.backend not in self.BACKENDS:
             raise ConfigError(f"backend must be one of {', '.join(self.BACKENDS)}; got "
                               f"{self.backend!r}")
+        if not isinstance(self.keep_best, bool):
+            raise ConfigError(f"keep_best must be true or false, got {self.keep_best!r}")
         for name in ("hidden", "layers", "batch", "iters", "eval_every", "checkpoint_every"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be ≥ 1, got {getattr(self, name)}")
@@ -188,6 +191,7 @@ def run_train(cfg, rd, out: Path, log=print) -> str:
     data = load_data(cfg)
     res = train(cfg, checkpoint=ckpt, data=data, log=log)
     model = res["model"]
+    kept = res.get("kept_iter")
     xt, yt = data["test"]
     pred_model = predict(model, xt)
     raw = to_circuit(model, meta={"classes": list(cfg.classes)})
@@ -204,6 +208,7 @@ def run_train(cfg, rd, out: Path, log=print) -> str:
                "depth_after": report["after"]["depth"], "simplify": report,
                "history": res["history"], "train_seconds": res["seconds"],
                "iters_per_s": res["iters_per_s"], "resumed_from": res["resumed_from"],
+               "kept_iter": kept,
                "backend": ("fused" if cfg.backend == "fused" or
                            (cfg.backend == "auto" and fused_available()) else "torch")}
     rd.write_json("metrics.json", metrics)
@@ -216,10 +221,14 @@ def run_train(cfg, rd, out: Path, log=print) -> str:
 
     rd.write_table("history.csv", pd.DataFrame(res["history"]))
     last = res["history"][-1] if res["history"] else {}
+    if kept is not None:            # the numbers of the weights that were kept
+        last = next((h for h in res["history"] if h["iter"] == kept), last)
     acc = metrics["test_accuracy_circuit"]
     text = (f"classes {','.join(map(str, cfg.classes))}: test accuracy {acc:.2%} "
             f"(discrete circuit; relaxed val {last.get('val_relaxed', float('nan')):.2%}, "
-            f"discrete val {last.get('val_discrete', float('nan')):.2%})\n"
+            f"discrete val {last.get('val_discrete', float('nan')):.2%}"
+            + (f"; weights of iteration {kept}, the best discrete validation" if kept else "")
+            + ")\n"
             f"gates {raw.n_gates} → {circ.n_gates} after simplification, depth "
             f"{report['before']['depth']} → {report['after']['depth']}\n"
             f"training {res['seconds']:.1f} s ({res['iters_per_s']:.1f} it/s, "

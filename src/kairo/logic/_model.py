@@ -154,13 +154,16 @@ def accuracy(model: LogicNet, x: np.ndarray, y: np.ndarray, *, discrete: bool,
 
 # ---------------------------------------------------------------------------- checkpoints
 def save_checkpoint(path, model, optimizer, cfg: LogicTrainConfig, it: int, history: list,
-                    rng_state) -> None:
-    """Atomic: write a temp file in the same folder, then rename over the old checkpoint."""
+                    rng_state, best: dict | None = None) -> None:
+    """Atomic: write a temp file in the same folder, then rename over the old checkpoint.
+
+    ``best`` ({"iter", "val_discrete", "model"}): with ``keep_best``, the weights of the best
+    discrete validation accuracy so far; ``model`` stays the latest (resuming continues it)."""
     path = Path(path)
     state = {"format": "kairo.logic.checkpoint", "version": 1, "iter": it,
              "arch": cfg.arch(), "config": dataclasses.asdict(cfg),
              "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-             "history": history, "torch_rng": rng_state}
+             "history": history, "torch_rng": rng_state, "best": best}
     atomic_write(path, lambda tmp: torch.save(state, tmp))
 
 
@@ -189,8 +192,9 @@ def model_from_checkpoint(path) -> tuple[LogicNet, LogicTrainConfig]:
     cfg = LogicTrainConfig(**{k: tuple(v) if isinstance(v, list) else v
                               for k, v in state["config"].items()})
     model = build_model(cfg)
-    try:
-        model.load_state_dict(state["model"])
+    best = state.get("best")
+    try:                    # a keep_best run's model is its best-validation weights
+        model.load_state_dict(best["model"] if cfg.keep_best and best else state["model"])
     except RuntimeError as exc:
         raise DataError(f"checkpoint {path}: weights do not fit the architecture ({exc})") \
             from None
@@ -229,7 +233,9 @@ def train(cfg: LogicTrainConfig, *, checkpoint=None, data=None, log=print,
     """Train; resume from ``checkpoint`` when it holds an earlier state of the same run.
 
     Returns {"model", "history" (iter, loss, relaxed/discrete validation accuracy),
-    "resumed_from", "seconds", "iters_per_s"}.
+    "resumed_from", "seconds", "iters_per_s", "kept_iter"}. With ``cfg.keep_best`` the model
+    ends with the weights of the evaluation with the highest discrete validation accuracy
+    (the first of equals; ``kept_iter``), else with the last ones (``kept_iter`` None).
     """
     from kairo._progress import progress
 
@@ -237,7 +243,7 @@ def train(cfg: LogicTrainConfig, *, checkpoint=None, data=None, log=print,
     xtr, ytr = data["train"]
     model = build_model(cfg)
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
-    start, history, resumed = 0, [], None
+    start, history, resumed, best = 0, [], None, None
     gen = torch.Generator().manual_seed(cfg.seed)
     ckpt = Path(checkpoint) if checkpoint else None
     if ckpt is not None and ckpt.is_file():
@@ -246,6 +252,7 @@ def train(cfg: LogicTrainConfig, *, checkpoint=None, data=None, log=print,
         opt.load_state_dict(state["optimizer"])
         start, history, resumed = int(state["iter"]), list(state["history"]), int(state["iter"])
         gen.set_state(state["torch_rng"])
+        best = state.get("best")
         log(f"resumed from {ckpt} at iteration {start}")
     model.train()
     loss_fn = nn.CrossEntropyLoss()
@@ -273,12 +280,25 @@ def train(cfg: LogicTrainConfig, *, checkpoint=None, data=None, log=print,
                 history.append({"iter": done, "loss": loss.item(),
                                 "val_relaxed": accuracy(model, xv, yv, discrete=False),
                                 "val_discrete": accuracy(model, xv, yv, discrete=True)})
+                if cfg.keep_best and (best is None or
+                                      history[-1]["val_discrete"] > best["val_discrete"]):
+                    best = {"iter": done, "val_discrete": history[-1]["val_discrete"],
+                            "model": {k: v.detach().clone()
+                                      for k, v in model.state_dict().items()}}
             if ckpt is not None and (done % cfg.checkpoint_every == 0 or done == cfg.iters):
-                save_checkpoint(ckpt, model, opt, cfg, done, history, gen.get_state())
+                save_checkpoint(ckpt, model, opt, cfg, done, history, gen.get_state(),
+                                best if cfg.keep_best else None)
     secs = time.perf_counter() - t0
+    kept = None
+    if cfg.keep_best and best is not None:
+        model.load_state_dict(best["model"])
+        kept = int(best["iter"])
+        log(f"kept the weights of iteration {kept} (discrete validation "
+            f"{best['val_discrete']:.2%}, the best of {len(history)} evaluations)")
     model.eval()
     return {"model": model, "history": history, "resumed_from": resumed, "seconds": secs,
-            "iters_per_s": (cfg.iters - start) / secs if secs > 0 else float("nan")}
+            "iters_per_s": (cfg.iters - start) / secs if secs > 0 else float("nan"),
+            "kept_iter": kept}
 
 
 # ---------------------------------------------------------------------------- circuits
