@@ -415,6 +415,10 @@ def main(argv=None) -> int:
         signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         return _main(argv)
+    except _Terminated:         # caught here so a SIGTERM at any point (parsing too) unwinds
+        print("kairo: terminated (SIGTERM); a checkpointed run resumes when started again",
+              file=sys.stderr)
+        return 143
     finally:
         if own_term:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -445,10 +449,6 @@ def _main(argv=None) -> int:
     except KeyboardInterrupt:
         print("kairo: interrupted", file=sys.stderr)
         return 130
-    except _Terminated:
-        print("kairo: terminated (SIGTERM); a checkpointed run resumes when started again",
-              file=sys.stderr)
-        return 143
     except BrokenPipeError:  # output piped into e.g. `head`: results are already written
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

@@ -43,7 +43,7 @@ import numpy as np
 
 from kairo._errors import ConfigError, KairoError
 from kairo.logic._backends import (_class_bits, _live_nodes, _stderr_head, find_simulator,
-                                   verilog_latency, verilog_source, vote_cuts)
+                                   verilog_latency, verilog_source)
 from kairo.logic._circuit import Circuit
 
 __all__ = ["FpgaTarget", "TARGETS", "get_target", "find_tools", "design_shape",
@@ -139,17 +139,18 @@ def _version(cmd: list[str], flag: str, timeout: float, cwd: Path) -> str:
 
 # ============================================================================ wrapper
 def _check_design(circuit, io_bits, pipeline,
-                  pipeline_votes=0) -> tuple[Circuit, int, int, int]:
+                  pipeline_votes=0) -> tuple[Circuit, int, int, int, int]:
+    """The checked (circuit, io_bits, pipeline, pipeline_votes) and the core's latency."""
     if not isinstance(circuit, Circuit):
         raise KairoError(f"expected a kairo.logic Circuit, got {type(circuit).__name__}")
     for name, val, lo in (("io_bits", io_bits, 1), ("pipeline", pipeline, 0)):
         if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < lo:
             raise ConfigError(f"{name} must be an integer ≥ {lo}, got {val!r}")
     try:
-        vote_cuts(circuit, pipeline_votes)
+        lat = verilog_latency(circuit, pipeline, pipeline_votes)
     except KairoError as exc:
         raise ConfigError(str(exc)) from None
-    return circuit, int(io_bits), int(pipeline), int(pipeline_votes)
+    return circuit, int(io_bits), int(pipeline), int(pipeline_votes), lat
 
 
 def design_shape(circuit: Circuit, io_bits: int = 8) -> dict:
@@ -162,8 +163,7 @@ def design_shape(circuit: Circuit, io_bits: int = 8) -> dict:
 def wrapper_source(circuit: Circuit, *, io_bits: int = 8, pipeline: int = 0,
                    pipeline_votes: int = 0) -> str:
     """Verilog-2001 top module ``kairo_top`` around ``kairo_circuit`` (see the module doc)."""
-    c, w, kc, pv = _check_design(circuit, io_bits, pipeline, pipeline_votes)
-    k = verilog_latency(c, kc, pv)                  # the core's latency in clock edges
+    c, w, kc, pv, k = _check_design(circuit, io_bits, pipeline, pipeline_votes)
     shape = design_shape(c, w)
     nw, cw, n = shape["load_cycles"], shape["class_bits"], c.n_inputs
     srw = nw * w
@@ -251,10 +251,10 @@ def simulate_wrapper(circuit: Circuit, x, *, io_bits: int = 8, pipeline: int = 0
     With ``return_timing`` also the clock cycles (edge indices) at which each ``start`` was
     sampled and at which each ``valid`` was seen, two int64 arrays.
     """
-    c, w, k, pv = _check_design(circuit, io_bits, pipeline, pipeline_votes)
+    c, w, k, pv, lat = _check_design(circuit, io_bits, pipeline, pipeline_votes)
     x = c._check_x(x)
     find_simulator("iverilog")
-    cyc = _schedule(np.asarray(x), w, verilog_latency(c, k, pv))
+    cyc = _schedule(np.asarray(x), w, lat)
     cw = _class_bits(c.n_classes)
     tb = f"""module tb;
 reg [{w + 1}:0] cyc [0:{len(cyc) - 1}];
@@ -379,8 +379,7 @@ def synthesize(circuit: Circuit, target: str = "ice40-up5k", *, workdir, pipelin
     ``kairo logic fpga`` saves as ``fpga.json``): cell counts, the wrapper's share, whether
     it fits, utilization and the maximum clock frequency nextpnr achieved.
     """
-    c, w, k, pv = _check_design(circuit, io_bits, pipeline, pipeline_votes)
-    lat = verilog_latency(c, k, pv)
+    c, w, k, pv, lat = _check_design(circuit, io_bits, pipeline, pipeline_votes)
     tgt = get_target(target)
     if not (isinstance(freq_mhz, (int, float)) and freq_mhz > 0) or \
             not (isinstance(timeout, (int, float)) and timeout > 0):
