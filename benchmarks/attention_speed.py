@@ -25,12 +25,15 @@ Sections (each records the load average before and after, because the machine is
                  only; TST and ResNet never call it. Without tsai the section says so and the
                  run goes on.
 4. accuracy    — (``--accuracy``) the same training loop, budget and seeds for kairo's
-                 Transformer and ResNet, the same-size torch encoder and tsai's TST and ResNet on
+                 Transformer and ResNet (and the ResNet with the identity shortcut kairo had
+                 before 2026-11-30), the same-size torch encoder and tsai's TST and ResNet on
                  GunPoint and MNIST-1D (length 40), z-normalized; test accuracy per seed.
+                 ``--accuracy-only`` skips the timings (sections 2 and 3's speed part) and
+                 writes ``attention_speed_accuracy.json``; ``--acc-seeds N`` runs seeds 0..N-1.
 
 Usage::
 
-    python benchmarks/attention_speed.py [--quick] [--accuracy]
+    python benchmarks/attention_speed.py [--quick] [--accuracy | --accuracy-only] [--acc-seeds N]
 
 Results go to ``benchmarks/results/attention_speed.json`` (``attention_speed_quick.json`` with
 ``--quick``, a smoke run of under a minute on short series). Compare *ratios* within one run,
@@ -454,6 +457,7 @@ def kairo_acc_builders() -> dict:
     return {
         "kairo_transformer_step": kairo(encoder="transformer", tokens="step"),
         "kairo_resnet": kairo(encoder="resnet", layers=3),
+        "kairo_resnet_identity_shortcut": kairo(encoder="resnet", layers=3, shortcut="identity"),
         "torch_encoder_same_size": lambda c, k, t: TorchEncoderClassifier(
             c, k, t, **TORCH_SAME_SIZE, dropout=0.1),
     }
@@ -509,10 +513,11 @@ def tsai_worker(spec_path: str) -> int:
            "versions": {p: version(p) for p in ("tsai", "fastai", "fastcore", "numpy",
                                                 "scikit-learn")},
            "loadavg_before": loadavg()}
-    t0 = time.perf_counter()
-    res["speed"] = time_models(tsai_builders(cfg["length"], cfg["n_classes"]), cfg)
-    res["speed_wall_s"] = round(time.perf_counter() - t0, 2)
-    res["loadavg_after_speed"] = loadavg()
+    if spec.get("speed", True):
+        t0 = time.perf_counter()
+        res["speed"] = time_models(tsai_builders(cfg["length"], cfg["n_classes"]), cfg)
+        res["speed_wall_s"] = round(time.perf_counter() - t0, 2)
+        res["loadavg_after_speed"] = loadavg()
     if spec.get("accuracy_npz"):
         with np.load(spec["accuracy_npz"]) as z:
             names = sorted({k.split("/")[0] for k in z.files})
@@ -524,8 +529,9 @@ def tsai_worker(spec_path: str) -> int:
     return 0
 
 
-def run_tsai(python: Path | None, cfg: dict, accuracy: dict | None) -> dict:
-    """Time tsai's models in a subprocess of ``python``; a dict with "status" either way."""
+def run_tsai(python: Path | None, cfg: dict, accuracy: dict | None, speed: bool = True) -> dict:
+    """Time (``speed``) and/or train (``accuracy``: the datasets) tsai's models in a subprocess
+    of ``python``; a dict with "status" either way."""
     if python is None or not Path(python).exists():
         return {"status": "tsai: not available", "python": str(python) if python else None}
     with tempfile.TemporaryDirectory(prefix="kairo-tsai-") as tmp:
@@ -533,7 +539,7 @@ def run_tsai(python: Path | None, cfg: dict, accuracy: dict | None) -> dict:
         for rel, text in _STUB_FILES.items():
             (tmp / "stub" / rel).parent.mkdir(parents=True, exist_ok=True)
             (tmp / "stub" / rel).write_text(text)
-        spec = {"cfg": cfg, "threads": cfg["threads"],
+        spec = {"cfg": cfg, "threads": cfg["threads"], "speed": speed,
                 "out": str(tmp / "out.json"), "accuracy_npz": None}
         if accuracy:
             np.savez(tmp / "data.npz", **{f"{n}/{f}": a for n, d in accuracy.items()
@@ -617,6 +623,11 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="a smoke run of under a minute")
     parser.add_argument("--accuracy", action="store_true",
                         help="also train every model with the same budget and report accuracy")
+    parser.add_argument("--accuracy-only", action="store_true",
+                        help="only the equivalence check and the accuracy runs (no timings)")
+    parser.add_argument("--acc-seeds", type=int, default=None,
+                        help="accuracy runs use seeds 0..N-1 on every dataset (default: 2 on "
+                             "GunPoint, 1 on MNIST-1D)")
     parser.add_argument("--tsai-python", type=Path,
                         default=DEFAULT_TSAI_PYTHON if DEFAULT_TSAI_PYTHON.exists() else None,
                         help="Python of an environment with tsai (default: "
@@ -634,9 +645,15 @@ def main(argv=None) -> int:
 
     if args.threads < 1:
         parser.error(f"--threads must be ≥ 1, got {args.threads}")
+    if args.acc_seeds is not None and args.acc_seeds < 1:
+        parser.error(f"--acc-seeds must be ≥ 1, got {args.acc_seeds}")
+    args.accuracy = args.accuracy or args.accuracy_only
     torch.set_num_threads(args.threads)
     cfg = dict(QUICK if args.quick else FULL, threads=args.threads)
-    out = args.out or RESULTS / f"attention_speed{'_quick' if args.quick else ''}.json"
+    if args.acc_seeds is not None:
+        cfg["acc_seeds"] = {name: tuple(range(args.acc_seeds)) for name in cfg["acc_seeds"]}
+    stem = "attention_speed" + ("_accuracy" if args.accuracy_only else "")
+    out = args.out or RESULTS / f"{stem}{'_quick' if args.quick else ''}.json"
 
     from kairo._runs import environment
 
@@ -656,12 +673,14 @@ def main(argv=None) -> int:
     with section(res, "equivalence"):
         res["equivalence"] = equivalence_check()
         print(f"   {res['equivalence']}", flush=True)
-    with section(res, "speed"):
-        res["thread_probe_start"] = thread_probe()
-        print(f"   thread probe {res['thread_probe_start']}", flush=True)
-        res["models"] = time_models(kairo_builders(cfg["length"], cfg["n_classes"]), cfg)
-        res["thread_probe_end"] = thread_probe()
-        print(f"   thread probe {res['thread_probe_end']}", flush=True)
+    res["models"] = {}
+    if not args.accuracy_only:
+        with section(res, "speed"):
+            res["thread_probe_start"] = thread_probe()
+            print(f"   thread probe {res['thread_probe_start']}", flush=True)
+            res["models"] = time_models(kairo_builders(cfg["length"], cfg["n_classes"]), cfg)
+            res["thread_probe_end"] = thread_probe()
+            print(f"   thread probe {res['thread_probe_end']}", flush=True)
     res["models_notes"] = {
         "kairo_*": "build_classifier(ModelConfig(pool='mean', d_model=64, n_heads=4, layers=2, "
                    "dropout=0.1)); attention dropout 0 (kairo's default) unless named; head "
@@ -670,6 +689,10 @@ def main(argv=None) -> int:
                         "kernels 8, 5, 3 as in Fawaz et al. 2019",
         "kairo_resnet_k753": "the same with kernel_sizes=(7, 5, 3), the kernels tsai's ResNet "
                              "uses: the equal-computation comparison",
+        "kairo_resnet_identity_shortcut": "kairo_resnet with shortcut='identity' (the input "
+                                          "itself in the same-width block, kairo before "
+                                          "2026-11-30; today's default is batch norm, as in "
+                                          "Fawaz et al. and tsai)",
         "kairo_transformer_step_dropout0": "dropout=0 everywhere, the equal-computation "
                                            "comparison with torch_encoder_same_size_dropout0",
         "torch_encoder_defaults": "nn.TransformerEncoderLayer(d_model=64, nhead=4) otherwise "
@@ -686,7 +709,7 @@ def main(argv=None) -> int:
 
     acc_data = accuracy_data(args.quick) if args.accuracy else None
     with section(res, "tsai"):
-        res["tsai"] = run_tsai(args.tsai_python, cfg, acc_data)
+        res["tsai"] = run_tsai(args.tsai_python, cfg, acc_data, speed=not args.accuracy_only)
         print(f"   {res['tsai']['status']}", flush=True)
     res["torchvision_stub"] = TORCHVISION_STUB_NOTE if res["tsai"]["status"] == "ok" else None
     models = dict(res["models"])

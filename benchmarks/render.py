@@ -28,19 +28,10 @@ def attention(d: dict) -> None:
         print(f"Thread probe (small model, ms/step): 1 thread {p['ms_per_step_1_thread']}, "
               f"2 threads {p['ms_per_step_2_threads']} at the start; "
               f"{d['thread_probe_end']['two_over_one']}× at the end.\n")
-    print(f"{d['config']['input']}; {d['config']['rate']}.\n")
-    print("| model | parameters | train samples/s (median) | inference samples/s (median) |")
-    print("|---|---|---|---|")
-    for name, v in d["models"].items():
-        t, i = v["train"], v["infer"]
-        print(f"| {name} | {v['params']:,} | {t['samples_per_s_best']:,.1f} "
-              f"({t['samples_per_s_median']:,.1f}) | {i['samples_per_s_best']:,.1f} "
-              f"({i['samples_per_s_median']:,.1f}) |")
-    if d["tsai"]["status"] != "ok":
-        print(f"\n{d['tsai']['status']}")
-    print("\n| kairo / peer | train | inference |\n|---|---|---|")
-    for name, r in d["ratios"].items():
-        print(f"| {r['kairo']} / {r['peer']} | {r['train']} | {r['infer']} |")
+    if d["models"]:                       # empty for --accuracy-only runs
+        _attention_speed(d)
+    elif d["tsai"]["status"] != "ok":
+        print(f"{d['tsai']['status']}\n")
     acc = d.get("accuracy")
     if acc:
         s = d["accuracy_setup"]
@@ -55,9 +46,26 @@ def attention(d: dict) -> None:
             print(f"| {name} | " + " | ".join(cells) + " |")
 
 
+def _attention_speed(d: dict) -> None:
+    """Model timings and kairo/peer ratios of an attention_speed run."""
+    print(f"{d['config']['input']}; {d['config']['rate']}.\n")
+    print("| model | parameters | train samples/s (median) | inference samples/s (median) |")
+    print("|---|---|---|---|")
+    for name, v in d["models"].items():
+        t, i = v["train"], v["infer"]
+        print(f"| {name} | {v['params']:,} | {t['samples_per_s_best']:,.1f} "
+              f"({t['samples_per_s_median']:,.1f}) | {i['samples_per_s_best']:,.1f} "
+              f"({i['samples_per_s_median']:,.1f}) |")
+    if d["tsai"]["status"] != "ok":
+        print(f"\n{d['tsai']['status']}")
+    print("\n| kairo / peer | train | inference |\n|---|---|---|")
+    for name, r in d["ratios"].items():
+        print(f"| {r['kairo']} / {r['peer']} | {r['train']} | {r['infer']} |")
+
+
 def main(path: str = "benchmarks/results/reservoir_speed.json") -> None:
     d = json.loads(Path(path).read_text())
-    if Path(path).name.startswith("attention_speed"):
+    if "equivalence" in d:                # an attention_speed run, whatever the file name
         return attention(d)
     sec = d["sections"]
     print(f"Run: `{d['command']}` on {d['date']}, {d['machine']['cpu_count']} CPUs, "

@@ -96,6 +96,8 @@ _TSC_HELP = {
     "n_kv_heads": "key/value heads: 0 = n_heads (MHA), 1 = MQA, else GQA",
     "layers": "Transformer blocks or ResNet blocks",
     "kernel_sizes": "ResNet: comma-separated kernel sizes of each block's convolutions",
+    "shortcut": "ResNet: shortcut of a block that keeps its width: bn (batch norm, as in Fawaz "
+                "et al. 2019) or identity",
     "model": "a model.pt written by kairo tsc train",
     "input": "series to classify: .ts, .csv or .npz/.npy",
     "seeds": "training seeds per configuration",

@@ -135,7 +135,11 @@ def test_resnet_shapes_widths_and_stride():
     assert net.d_out == 16
     assert [b.convs[0].out_channels for b in net.blocks] == [8, 16, 16]    # 64,128,128 × d/64
     assert [c.kernel_size[0] for c in net.blocks[0].convs] == [8, 5, 3]
-    assert isinstance(net.blocks[2].shortcut, torch.nn.Identity)           # same width
+    # same width: batch norm on the input as in Fawaz et al.'s ResNet, or the input itself
+    assert isinstance(net.blocks[2].shortcut, torch.nn.BatchNorm1d)
+    assert isinstance(ResNet1D(3, d=8, blocks=3, shortcut="identity").blocks[2].shortcut,
+                      torch.nn.Identity)
+    assert all(isinstance(b.shortcut, torch.nn.Sequential) for b in net.blocks[:2])
     tok, m = net(torch.randn(2, 3, 21), _mask([21, 10], 21))
     assert tok.shape == (2, 21, 16) and m.shape == (2, 21)
     strided = ResNet1D(1, d=4, blocks=2, stride=2)
@@ -223,6 +227,8 @@ def test_encoder_errors():
         TransformerEncoder(2, norm="sandwich")
     with pytest.raises(ConfigError, match="kernel_sizes"):
         ResNet1D(2, kernel_sizes=())
+    with pytest.raises(ConfigError, match="shortcut must be one of bn, identity; got 'conv'"):
+        ResNet1D(2, shortcut="conv")
 
 
 # ---------------------------------------------------------------------------- classifier
@@ -325,7 +331,8 @@ def test_arch_and_config_errors():
            ({"pool": "mha", "pool_heads": 3}, r"'pool_heads' \(3\) must divide d_model \(64\)"),
            ({"positional": "rope", "d_model": 12, "n_heads": 4}, "rope needs an even head size"),
            ({"kernel_sizes": (8, 0)}, "'kernel_sizes' must be a non-empty list of integers"),
-           ({"kernel_sizes": ()}, "'kernel_sizes' must be a non-empty list of integers")]
+           ({"kernel_sizes": ()}, "'kernel_sizes' must be a non-empty list of integers"),
+           ({"shortcut": "none"}, "'shortcut' must be one of bn, identity")]
     for kw, match in bad:
         with pytest.raises(ConfigError, match=match):
             ModelConfig(**kw)

@@ -290,6 +290,29 @@ def test_load_rejects_bad_files(trained, tmp_path):
         save_classifier(tmp_path / "x.pt", trained["model"], TINY, {"bad": object()})
 
 
+def test_resnet_file_saved_before_the_shortcut_field_loads_as_identity(tmp_path):
+    """Files written before ModelConfig.shortcut existed have no such field; their same-width
+    blocks used the input itself, and they must load as that, not as today's default."""
+    from kairo.attention import build_classifier
+
+    old_cfg = ModelConfig(encoder="resnet", d_model=8, layers=3, pool="mean", shortcut="identity")
+    torch.manual_seed(3)
+    model = build_classifier(old_cfg, 1, 2, 30).eval()
+    path = tmp_path / "old.pt"
+    save_classifier(path, model, old_cfg)
+    state = torch.load(path, weights_only=True)
+    del state["arch"]["shortcut"], state["config"]["shortcut"]
+    torch.save(state, path)
+    loaded, meta = load_classifier(path)
+    assert loaded.cfg.shortcut == "identity" and meta["model_config"]["shortcut"] == "identity"
+    x = torch.randn(4, 1, 30)
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(x), model(x))
+    today = build_classifier(dataclasses.replace(old_cfg, shortcut="bn"), 1, 2, 30)
+    with pytest.raises(DataError, match=r"'shortcut': \('identity', 'bn'\)"):
+        load_classifier(path, expect_arch=today.arch)
+
+
 # ---------------------------------------------------------------------------- prediction
 def test_predict_applies_znorm_and_validates(trained, gunpoint):
     _, te = gunpoint

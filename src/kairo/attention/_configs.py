@@ -14,12 +14,13 @@ import numpy as np
 from kairo._errors import ConfigError
 
 __all__ = ["ModelConfig", "TrainConfig", "ENCODERS", "POOLS", "NORMS", "TOKENS",
-           "POSITIONALS", "SCHEDULES", "DEVICES"]
+           "POSITIONALS", "SCHEDULES", "DEVICES", "SHORTCUTS"]
 
 ENCODERS = ("resnet", "transformer")
 POOLS = ("mean", "max", "cls", "attention", "mha")
 NORMS = ("pre", "post")                      # LayerNorm before or after each residual branch
 TOKENS = ("step", "patch")
+SHORTCUTS = ("bn", "identity")               # ResNet shortcut of a same-width block
 POSITIONALS = ("sinusoidal", "learned", "rope", "none")
 SCHEDULES = ("cosine", "onecycle", "constant", "plateau")
 DEVICES = ("cpu", "cuda", "auto")
@@ -32,7 +33,9 @@ class ModelConfig:
     ``layers`` counts Transformer blocks or ResNet blocks. ``norm``, ``tokens``, ``patch``,
     ``positional``, ``n_heads`` and ``n_kv_heads`` only matter for the Transformer encoder.
     ``pool_heads`` is used by the "mha" pool and by the "cls" pool's own block (ResNet only);
-    ``pool_queries`` by "mha"; ``kernel_sizes`` (the convolutions of each block) by ResNet.
+    ``pool_queries`` by "mha"; ``kernel_sizes`` (the convolutions of each block) and
+    ``shortcut`` (of a block that keeps its width: batch norm as in Fawaz et al., or the input
+    itself as in kairo's files saved before the field existed) by ResNet.
     """
 
     encoder: str = "transformer"      # resnet, transformer
@@ -49,10 +52,12 @@ class ModelConfig:
     pool_heads: int = 4
     pool_queries: int = 1
     kernel_sizes: tuple[int, ...] = (8, 5, 3)   # ResNet convs of a block (Fawaz: 8, 5, 3)
+    shortcut: str = "bn"                        # ResNet same-width shortcut: bn, identity
 
     def __post_init__(self):
         for name, allowed in (("encoder", ENCODERS), ("pool", POOLS), ("norm", NORMS),
-                              ("tokens", TOKENS), ("positional", POSITIONALS)):
+                              ("tokens", TOKENS), ("positional", POSITIONALS),
+                              ("shortcut", SHORTCUTS)):
             if getattr(self, name) not in allowed:
                 raise ConfigError(f"model field {name!r} must be one of {', '.join(allowed)}; "
                                   f"got {getattr(self, name)!r}")

@@ -18,11 +18,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from kairo._errors import ConfigError, DataError
-from kairo.attention._configs import ENCODERS, TOKENS  # noqa: F401  (re-exported)
+from kairo.attention._configs import ENCODERS, SHORTCUTS, TOKENS  # noqa: F401  (re-exported)
 from kairo.attention._attention import NORMS, TransformerBlock
 from kairo.attention._encodings import DEFAULT_MAX_LEN, POSITIONALS, make_positional
 
-__all__ = ["ResNet1D", "TransformerEncoder", "ENCODERS", "TOKENS", "check_series"]
+__all__ = ["ResNet1D", "TransformerEncoder", "ENCODERS", "TOKENS", "SHORTCUTS",
+           "check_series"]
 
 
 
@@ -54,9 +55,13 @@ def _downsample_mask(mask: torch.Tensor | None, s: int) -> torch.Tensor | None:
 
 
 class _ResBlock(nn.Module):
-    """conv→BN→ReLU, conv→BN→ReLU, conv→BN, + shortcut, ReLU ('same' padding, zeroed mask)."""
+    """conv→BN→ReLU, conv→BN→ReLU, conv→BN, + shortcut, ReLU ('same' padding, zeroed mask).
 
-    def __init__(self, c_in: int, c_out: int, kernel_sizes, stride: int, fk: dict):
+    The shortcut is a 1×1 conv + BN when the width or length changes; otherwise BN ("bn", as in
+    Fawaz et al.'s code and tsai) or the input itself ("identity", kairo before 2026-11-30)."""
+
+    def __init__(self, c_in: int, c_out: int, kernel_sizes, stride: int, fk: dict,
+                 shortcut: str = "bn"):
         super().__init__()
         self.kernel_sizes, self.stride = tuple(kernel_sizes), stride
         chans = [c_in] + [c_out] * len(self.kernel_sizes)
@@ -68,9 +73,12 @@ class _ResBlock(nn.Module):
                       bias=False, **fk)
             for i, (a, k) in enumerate(zip(chans[:-1], self.kernel_sizes)))
         self.norms = nn.ModuleList(nn.BatchNorm1d(c_out, **fk) for _ in self.kernel_sizes)
-        self.shortcut = nn.Sequential(nn.Conv1d(c_in, c_out, 1, stride=stride, bias=False, **fk),
-                                      nn.BatchNorm1d(c_out, **fk)) \
-            if c_in != c_out or stride != 1 else nn.Identity()
+        if c_in != c_out or stride != 1:
+            self.shortcut = nn.Sequential(
+                nn.Conv1d(c_in, c_out, 1, stride=stride, bias=False, **fk),
+                nn.BatchNorm1d(c_out, **fk))
+        else:
+            self.shortcut = nn.BatchNorm1d(c_out, **fk) if shortcut == "bn" else nn.Identity()
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None):
         """x [B, C_in, T], mask [B, T] → [B, C_out, T'], mask [B, T']."""
@@ -97,12 +105,13 @@ class ResNet1D(nn.Module):
     """Residual 1-D CNN: ``blocks`` residual blocks of widths d, 2d, 2d, … (64, 128, 128 for
     d = 64, as in Fawaz et al. 2019). ``stride`` > 1 shortens the series by that factor in every
     block. ``forward(x [B,C,T], mask [B,T] | None) → (tokens [B,T',d_out], mask [B,T'] | None)``
-    with masked tokens set to 0; ``steps_per_token`` = stride ** blocks.
+    with masked tokens set to 0; ``steps_per_token`` = stride ** blocks. ``shortcut`` ("bn" or
+    "identity") is the shortcut of a block that keeps width and length (see :class:`_ResBlock`).
     """
 
     def __init__(self, in_channels: int, d: int = 64, blocks: int = 3,
-                 kernel_sizes: tuple[int, ...] = (8, 5, 3), stride: int = 1, *,
-                 device=None, dtype=None):
+                 kernel_sizes: tuple[int, ...] = (8, 5, 3), stride: int = 1,
+                 shortcut: str = "bn", *, device=None, dtype=None):
         super().__init__()
         if in_channels < 1 or d < 1 or blocks < 1 or stride < 1:
             raise ConfigError(f"ResNet1D needs in_channels, d, blocks, stride ≥ 1, got "
@@ -111,12 +120,14 @@ class ResNet1D(nn.Module):
         if not kernel_sizes or any(int(k) < 1 for k in kernel_sizes):
             raise ConfigError(f"kernel_sizes must be a non-empty list of sizes ≥ 1, got "
                               f"{kernel_sizes}")
+        if shortcut not in SHORTCUTS:
+            raise ConfigError(f"shortcut must be one of {', '.join(SHORTCUTS)}; got {shortcut!r}")
         fk = {"device": device, "dtype": dtype}
         widths = [d] + [2 * d] * (blocks - 1)
         self.in_channels, self.d_out = in_channels, widths[-1]
         self.steps_per_token = stride ** blocks
         self.blocks = nn.ModuleList(
-            _ResBlock(a, b, kernel_sizes, stride, fk)
+            _ResBlock(a, b, kernel_sizes, stride, fk, shortcut)
             for a, b in zip([in_channels] + widths[:-1], widths))
         self.last_weights = None          # no attention; kept for a uniform encoder interface
 

@@ -40,7 +40,7 @@ class TSClassifier(nn.Module):
             max_len
         if cfg.encoder == "resnet":
             self.encoder = ResNet1D(n_channels, d=cfg.d_model, blocks=cfg.layers,
-                                    kernel_sizes=cfg.kernel_sizes)
+                                    kernel_sizes=cfg.kernel_sizes, shortcut=cfg.shortcut)
         else:
             self.encoder = TransformerEncoder(
                 n_channels, d=cfg.d_model, n_heads=cfg.n_heads, n_kv_heads=cfg.n_kv_heads or None,

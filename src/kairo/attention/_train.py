@@ -358,6 +358,9 @@ def load_classifier(path, expect_arch: dict | None = None) -> tuple[nn.Module, d
     except (KeyError, TypeError, ValueError):
         raise DataError(f"model file {path}: incomplete (needs arch, config, meta and "
                         f"model)") from None
+    # files saved before the field existed used the input itself as a same-width shortcut
+    for fields in (arch, cfg_fields):
+        fields.setdefault("shortcut", "identity")
     if expect_arch is not None:
         diff = _diff(arch, dict(expect_arch))
         if diff:
