@@ -279,6 +279,8 @@ def accuracy_runs(builders: dict, datasets: dict, cfg: dict, log=print) -> dict:
 
 
 def _accuracy_runs(builders, datasets, cfg, log):
+    if cfg.get("acc_models"):
+        builders = {k: v for k, v in builders.items() if k in cfg["acc_models"]}
     out = {}
     for dname, data in datasets.items():
         n_classes = int(max(data["y_train"].max(), data["y_test"].max())) + 1
@@ -447,20 +449,49 @@ def kairo_builders(length: int, n_classes: int) -> dict:
     }
 
 
-def kairo_acc_builders() -> dict:
-    """(n_channels, n_classes, length) → model, for the accuracy runs."""
+def _he_init(model: nn.Module) -> nn.Module:
+    """Kaiming-uniform (gain √2) convolution weights, as fastai/tsai initialize theirs."""
+    for mod in model.modules():
+        if isinstance(mod, nn.Conv1d):
+            nn.init.kaiming_uniform_(mod.weight, nonlinearity="relu")
+    return model
+
+
+def _no_head_norm(model: nn.Module) -> nn.Module:
+    """Drop the LayerNorm before the linear head (Fawaz's and tsai's ResNets have none)."""
+    model.head[0] = nn.Identity()
+    return model
+
+
+def kairo_acc_builders(resnet_ablation: bool = False) -> dict:
+    """(n_channels, n_classes, length) → model, for the accuracy runs. ``resnet_ablation`` adds
+    kairo ResNets that differ from the default in one or all of the ways tsai's ResNet does."""
     from kairo.attention import ModelConfig, build_classifier
 
-    def kairo(**kw):
-        return lambda c, k, t: build_classifier(ModelConfig(pool="mean", **kw), c, k, t)
+    def kairo(*edits, **kw):
+        def build(c, k, t):
+            model = build_classifier(ModelConfig(pool="mean", **kw), c, k, t)
+            for edit in edits:          # after the seeded build: its own draws are unchanged
+                model = edit(model)
+            return model
+        return build
 
-    return {
+    out = {
         "kairo_transformer_step": kairo(encoder="transformer", tokens="step"),
         "kairo_resnet": kairo(encoder="resnet", layers=3),
         "kairo_resnet_identity_shortcut": kairo(encoder="resnet", layers=3, shortcut="identity"),
         "torch_encoder_same_size": lambda c, k, t: TorchEncoderClassifier(
             c, k, t, **TORCH_SAME_SIZE, dropout=0.1),
     }
+    if resnet_ablation:
+        out.update({
+            "kairo_resnet_k753": kairo(encoder="resnet", layers=3, kernel_sizes=(7, 5, 3)),
+            "kairo_resnet_no_head_norm": kairo(_no_head_norm, encoder="resnet", layers=3),
+            "kairo_resnet_he_init": kairo(_he_init, encoder="resnet", layers=3),
+            "kairo_resnet_k753_no_head_norm_he_init": kairo(
+                _no_head_norm, _he_init, encoder="resnet", layers=3, kernel_sizes=(7, 5, 3)),
+        })
+    return out
 
 
 def accuracy_data(quick: bool) -> dict:
@@ -625,6 +656,12 @@ def main(argv=None) -> int:
                         help="also train every model with the same budget and report accuracy")
     parser.add_argument("--accuracy-only", action="store_true",
                         help="only the equivalence check and the accuracy runs (no timings)")
+    parser.add_argument("--resnet-ablation", action="store_true",
+                        help="accuracy runs add kairo ResNets with tsai's kernels, no head "
+                             "LayerNorm, He initialization, and all three")
+    parser.add_argument("--acc-models", default=None,
+                        help="comma-separated model names: only these in the accuracy runs "
+                             "(default: all)")
     parser.add_argument("--acc-seeds", type=int, default=None,
                         help="accuracy runs use seeds 0..N-1 on every dataset (default: 2 on "
                              "GunPoint, 1 on MNIST-1D)")
@@ -652,6 +689,13 @@ def main(argv=None) -> int:
     cfg = dict(QUICK if args.quick else FULL, threads=args.threads)
     if args.acc_seeds is not None:
         cfg["acc_seeds"] = {name: tuple(range(args.acc_seeds)) for name in cfg["acc_seeds"]}
+    if args.acc_models:
+        cfg["acc_models"] = [m.strip() for m in args.acc_models.split(",") if m.strip()]
+        known = set(kairo_acc_builders(True)) | {"tsai_tst", "tsai_resnet"}
+        unknown = sorted(set(cfg["acc_models"]) - known)
+        if unknown:
+            parser.error(f"--acc-models: unknown model(s) {', '.join(unknown)}; known: "
+                         f"{', '.join(sorted(known))}")
     stem = "attention_speed" + ("_accuracy" if args.accuracy_only else "")
     out = args.out or RESULTS / f"{stem}{'_quick' if args.quick else ''}.json"
 
@@ -705,11 +749,19 @@ def main(argv=None) -> int:
                          "steps → Linear(64, 10)",
         "tsai_tst": "TST(c_in=1, c_out=10, seq_len=T, d_model=64, n_heads=4, n_layers=2, "
                     "d_ff=256, dropout=0.1): batch norm, flatten head",
-        "tsai_resnet": "ResNet(c_in=1, c_out=10)"}
+        "tsai_resnet": "ResNet(c_in=1, c_out=10)",
+        "kairo_resnet_no_head_norm / _he_init / _k753_no_head_norm_he_init": "(--resnet-ablation)"
+            " kairo_resnet without the LayerNorm before the linear head, with Kaiming-uniform "
+            "(gain √2) convolution weights, and both with kernels 7-5-3: the ways tsai's ResNet "
+            "still differs"}
 
     acc_data = accuracy_data(args.quick) if args.accuracy else None
     with section(res, "tsai"):
-        res["tsai"] = run_tsai(args.tsai_python, cfg, acc_data, speed=not args.accuracy_only)
+        if args.accuracy_only and cfg.get("acc_models") and not any(
+                m.startswith("tsai_") for m in cfg["acc_models"]):
+            res["tsai"] = {"status": "tsai: no tsai model selected (--acc-models)"}
+        else:
+            res["tsai"] = run_tsai(args.tsai_python, cfg, acc_data, speed=not args.accuracy_only)
         print(f"   {res['tsai']['status']}", flush=True)
     res["torchvision_stub"] = TORCHVISION_STUB_NOTE if res["tsai"]["status"] == "ok" else None
     models = dict(res["models"])
@@ -721,7 +773,7 @@ def main(argv=None) -> int:
 
     if args.accuracy:
         with section(res, "accuracy"):
-            acc = accuracy_runs(kairo_acc_builders(), acc_data, cfg)
+            acc = accuracy_runs(kairo_acc_builders(args.resnet_ablation), acc_data, cfg)
             for dname, per_model in res["tsai"].get("accuracy", {}).items():
                 acc[dname].update(per_model)
             res["accuracy"] = acc
@@ -730,6 +782,7 @@ def main(argv=None) -> int:
                                  list(d["x_test"].shape)} for n, d in acc_data.items()},
                 "epochs": cfg["acc_epochs"], "batch": cfg["acc_batch"],
                 "seeds": cfg["acc_seeds"], "torch_threads": cfg["acc_threads"],
+                "models": cfg.get("acc_models", "all"),
                 "optimizer": "AdamW(lr 1e-3, weight_decay 0.01), constant lr, no clipping, "
                              "same loop for every model (tsai's too, not fastai's fit)",
                 "data": "z-normalized per series (kairo.attention.znormalize); MNIST1D length "
