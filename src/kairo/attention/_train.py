@@ -358,9 +358,11 @@ def load_classifier(path, expect_arch: dict | None = None) -> tuple[nn.Module, d
     except (KeyError, TypeError, ValueError):
         raise DataError(f"model file {path}: incomplete (needs arch, config, meta and "
                         f"model)") from None
-    # files saved before the field existed used the input itself as a same-width shortcut
+    # files saved before the field existed: a ResNet's same-width shortcut was the input
+    # itself; for a Transformer the field means nothing and takes today's default
+    old_default = "identity" if arch.get("encoder") == "resnet" else "bn"
     for fields in (arch, cfg_fields):
-        fields.setdefault("shortcut", "identity")
+        fields.setdefault("shortcut", old_default)
     if expect_arch is not None:
         diff = _diff(arch, dict(expect_arch))
         if diff:
