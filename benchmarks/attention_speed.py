@@ -640,7 +640,8 @@ def summary(res: dict) -> str:
     for name, m in res["models"].items():
         lines.append(f"{name:<40} {m['params']:>9,} {m['train']['samples_per_s_best']:>9.1f} "
                      f"{m['infer']['samples_per_s_best']:>9.1f}")
-    lines.append(f"tsai: {res['tsai']['status']}")
+    status = res["tsai"]["status"]
+    lines.append(status if status.startswith("tsai:") else f"tsai: {status}")
     for name, r in res["ratios"].items():
         lines.append(f"  {name:<40} train ×{r['train']:<7} infer ×{r['infer']}")
     for dname, models in res.get("accuracy", {}).items():
