@@ -29,11 +29,14 @@ Sections (each records the load average before and after, because the machine is
                  before 2026-11-30), the same-size torch encoder and tsai's TST and ResNet on
                  GunPoint and MNIST-1D (length 40), z-normalized; test accuracy per seed.
                  ``--accuracy-only`` skips the timings (sections 2 and 3's speed part) and
-                 writes ``attention_speed_accuracy.json``; ``--acc-seeds N`` runs seeds 0..N-1.
+                 writes ``attention_speed_accuracy.json``; ``--acc-seeds N`` runs seeds 0..N-1;
+                 ``--resnet-ablation`` adds kairo ResNets changed in the ways tsai's differs;
+                 ``--acc-models a,b`` runs only those models.
 
 Usage::
 
     python benchmarks/attention_speed.py [--quick] [--accuracy | --accuracy-only] [--acc-seeds N]
+        [--resnet-ablation] [--acc-models NAMES]
 
 Results go to ``benchmarks/results/attention_speed.json`` (``attention_speed_quick.json`` with
 ``--quick``, a smoke run of under a minute on short series). Compare *ratios* within one run,
@@ -686,6 +689,10 @@ def main(argv=None) -> int:
     if args.acc_seeds is not None and args.acc_seeds < 1:
         parser.error(f"--acc-seeds must be ≥ 1, got {args.acc_seeds}")
     args.accuracy = args.accuracy or args.accuracy_only
+    if not args.accuracy and (args.acc_models or args.acc_seeds is not None
+                              or args.resnet_ablation):
+        parser.error("--acc-models, --acc-seeds and --resnet-ablation shape the accuracy runs: "
+                     "add --accuracy or --accuracy-only")
     torch.set_num_threads(args.threads)
     cfg = dict(QUICK if args.quick else FULL, threads=args.threads)
     if args.acc_seeds is not None:
@@ -697,6 +704,9 @@ def main(argv=None) -> int:
         if unknown:
             parser.error(f"--acc-models: unknown model(s) {', '.join(unknown)}; known: "
                          f"{', '.join(sorted(known))}")
+        # naming an ablation model asks for it
+        args.resnet_ablation |= bool(set(cfg["acc_models"]) - set(kairo_acc_builders(False))
+                                     - {"tsai_tst", "tsai_resnet"})
     stem = "attention_speed" + ("_accuracy" if args.accuracy_only else "")
     out = args.out or RESULTS / f"{stem}{'_quick' if args.quick else ''}.json"
 
