@@ -156,6 +156,41 @@ def test_cosine_decay_known_values():
     assert lr_at(LogicTrainConfig(lr=0.02, iters=100), 99) == 0.02
 
 
+def test_gate_temperature_schedule_known_values():
+    from kairo.logic._model import gate_temperature_at
+
+    cfg = LogicTrainConfig(iters=100, lr_decay_from=60, gate_temperature=0.01)
+    assert [gate_temperature_at(cfg, i) for i in (0, 59, 60)] == [1.0, 1.0, 1.0]
+    assert gate_temperature_at(cfg, 80) == pytest.approx(0.1)      # geometric: half way
+    assert gate_temperature_at(cfg, 100) == pytest.approx(0.01)
+    whole = LogicTrainConfig(iters=100, gate_temperature=0.25)       # no cosine phase
+    assert gate_temperature_at(whole, 50) == pytest.approx(0.5)
+    assert gate_temperature_at(LogicTrainConfig(iters=100), 99) == 1.0
+    for bad in (0.0, -0.5, 1.5):
+        with pytest.raises(ConfigError, match="gate_temperature must be in"):
+            LogicTrainConfig(gate_temperature=bad)
+
+
+@pytest.mark.parametrize("backend", ["torch", "fused"])
+def test_low_gate_temperature_makes_the_relaxed_layer_its_circuit(backend):
+    """Dividing the logits by a small temperature concentrates each mixture on its argmax:
+    the training forward on bits tends to the discrete (eval) forward, whatever the logits."""
+    torch.manual_seed(0)
+    layer = LogicDense(12, 30, seed=2, backend=backend)
+    with torch.no_grad():
+        layer.weight.normal_(0.0, 1.0)
+    x = torch.randint(0, 2, (16, 12)).float()
+    want = layer.eval()(x)
+    layer.train()
+    assert (layer(x) - want).abs().max() > 0.1                     # T = 1: a real mixture
+    layer.temperature = 1e-3
+    torch.testing.assert_close(layer(x), want, atol=1e-6, rtol=0)
+    layer.temperature = 0.5
+    y = layer(x)
+    y.sum().backward()
+    assert layer.weight.grad.abs().sum() > 0
+
+
 def test_random_shift_moves_each_image_rigidly():
     from kairo.logic._model import random_shift
 
@@ -203,8 +238,9 @@ def test_training_learns_zero_vs_one_and_the_circuit_agrees(zero_one):
 def test_training_is_reproducible_and_resumes_exactly(zero_one, tmp_path):
     cfg, data = zero_one
     quiet = dict(data=data, log=lambda *_: None, progress_bar=False)
-    # with augmentation and a cosine tail: both must follow the iteration on resume
-    cfg = LogicTrainConfig(**{**cfg.__dict__, "shift": 2, "lr_decay_from": 60})
+    # with augmentation, a cosine tail and gate annealing: all must follow the iteration
+    cfg = LogicTrainConfig(**{**cfg.__dict__, "shift": 2, "lr_decay_from": 60,
+                              "gate_temperature": 0.2})
     full = train(cfg, checkpoint=tmp_path / "full.pt", **quiet)
     # a run "killed" after 40 iterations (its checkpoint), then resumed to 120
     short = LogicTrainConfig(**{**cfg.__dict__, "iters": 40})

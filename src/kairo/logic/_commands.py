@@ -53,6 +53,7 @@ class LogicTrainConfig:
     tau: float = 10.0                         # GroupSum temperature
     lr: float = 0.01
     lr_decay_from: int = -1                   # ≥ 0: cosine decay of lr to 0 from this iteration
+    gate_temperature: float = 1.0             # < 1: gate softmaxes sharpen to this by the end
     shift: int = 0                            # augment: random translation by up to ±shift px
     batch: int = 128
     iters: int = 1000
@@ -89,6 +90,9 @@ class LogicTrainConfig:
             raise ConfigError(f"val_fraction must be in (0, 0.5), got {self.val_fraction}")
         if self.lr <= 0 or self.tau <= 0:
             raise ConfigError("lr and tau must be > 0")
+        if not 0 < self.gate_temperature <= 1:
+            raise ConfigError(f"gate_temperature must be in (0, 1] (1: no annealing), got "
+                              f"{self.gate_temperature}")
         if self.lr_decay_from < -1:        # ≥ iters is allowed: the decay starts after the end
             raise ConfigError(f"lr_decay_from must be -1 (constant lr) or an iteration ≥ 0, got "
                               f"{self.lr_decay_from}")

@@ -101,15 +101,18 @@ class _GateLayer(nn.Module):
         if tau <= 0:
             raise ConfigError(f"gumbel temperature must be > 0, got {tau}")
         self.mode, self.tau, self.backend = mode, float(tau), _check_backend(backend)
+        # the trainer lowers it to sharpen the mixtures (not saved: a function of the iteration)
+        self.temperature = 1.0
         self.register_buffer("coeffs", torch.tensor(COEFFS, dtype=torch.float32))
 
     def gate_probs(self) -> torch.Tensor:
         """(..., 16): the mixture used in training mode, one-hot in eval mode."""
         if not self.training:
             return nn.functional.one_hot(self.weight.argmax(-1), N_GATES).to(self.weight.dtype)
+        w = self.weight if self.temperature == 1.0 else self.weight / self.temperature
         if self.mode == "gumbel":
-            return nn.functional.gumbel_softmax(self.weight, tau=self.tau, hard=True)
-        soft = torch.softmax(self.weight, dim=-1)
+            return nn.functional.gumbel_softmax(w, tau=self.tau, hard=True)
+        soft = torch.softmax(w, dim=-1)
         if self.mode == "hard":         # the discrete circuit forward, softmax gradients back
             hard = nn.functional.one_hot(self.weight.argmax(-1), N_GATES).to(soft.dtype)
             return hard + soft - soft.detach()

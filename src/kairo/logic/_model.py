@@ -213,6 +213,18 @@ def lr_at(cfg: LogicTrainConfig, it: int) -> float:
     return cfg.lr * 0.5 * (1.0 + math.cos(math.pi * (it - k) / (cfg.iters - k)))
 
 
+def gate_temperature_at(cfg: LogicTrainConfig, it: int) -> float:
+    """Softmax temperature of the gate logits at iteration ``it``: 1, then falling geometrically
+    to ``gate_temperature`` over the cosine phase (``lr_decay_from``; without one, over the
+    whole run). Lower temperatures concentrate each mixture on its argmax gate, so the relaxed
+    network the optimizer sees approaches the discrete circuit that is exported."""
+    if cfg.gate_temperature == 1.0:
+        return 1.0
+    k = max(cfg.lr_decay_from, 0)
+    frac = min(max((it - k) / max(cfg.iters - k, 1), 0.0), 1.0)
+    return cfg.gate_temperature ** frac
+
+
 def random_shift(x: np.ndarray, max_shift: int, rng: np.random.Generator) -> np.ndarray:
     """Each image of ``x`` (n, 784 or 28×28, uint8) moved by its own random (dy, dx) in
     −max_shift…max_shift, zeros shifted in."""
@@ -255,6 +267,7 @@ def train(cfg: LogicTrainConfig, *, checkpoint=None, data=None, log=print,
         best = state.get("best")
         log(f"resumed from {ckpt} at iteration {start}")
     model.train()
+    gate_layers = model.gate_layers()
     loss_fn = nn.CrossEntropyLoss()
     t0 = time.perf_counter()
     bar = progress(range(start, cfg.iters), total=cfg.iters - start, desc="train",
@@ -270,6 +283,9 @@ def train(cfg: LogicTrainConfig, *, checkpoint=None, data=None, log=print,
             xb, yb = torch.from_numpy(xb), torch.from_numpy(ytr[idx])
             for group in opt.param_groups:
                 group["lr"] = lr_at(cfg, it)
+            temperature = gate_temperature_at(cfg, it)
+            for layer in gate_layers:
+                layer.temperature = temperature
             loss = loss_fn(model(xb), yb)
             opt.zero_grad(set_to_none=True)
             loss.backward()
