@@ -74,6 +74,8 @@ _HELP = {
     "gate_temperature": "final softmax temperature of the gate logits, reached geometrically "
                         "from 1 over the cosine phase (1: off; e.g. 0.1 sharpens the relaxed "
                         "network towards its circuit)",
+    "gate_temperature_from": "iteration where --gate-temperature starts falling (-1: where the "
+                             "cosine phase starts, else 0)",
     "shift": "augmentation: move each training image by up to ±shift pixels (0: off)",
     "iters": "training iterations (batches)",
     "circuit": "circuit JSON written by kairo logic train",

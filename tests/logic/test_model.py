@@ -166,6 +166,12 @@ def test_gate_temperature_schedule_known_values():
     whole = LogicTrainConfig(iters=100, gate_temperature=0.25)       # no cosine phase
     assert gate_temperature_at(whole, 50) == pytest.approx(0.5)
     assert gate_temperature_at(LogicTrainConfig(iters=100), 99) == 1.0
+    early = LogicTrainConfig(iters=100, lr_decay_from=80, gate_temperature=0.01,
+                             gate_temperature_from=20)               # falls at constant lr
+    assert gate_temperature_at(early, 20) == 1.0
+    assert gate_temperature_at(early, 60) == pytest.approx(0.1)
+    with pytest.raises(ConfigError, match="gate_temperature_from must be"):
+        LogicTrainConfig(gate_temperature_from=-2)
     for bad in (0.0, -0.5, 1.5):
         with pytest.raises(ConfigError, match="gate_temperature must be in"):
             LogicTrainConfig(gate_temperature=bad)

@@ -54,6 +54,7 @@ class LogicTrainConfig:
     lr: float = 0.01
     lr_decay_from: int = -1                   # ≥ 0: cosine decay of lr to 0 from this iteration
     gate_temperature: float = 1.0             # < 1: gate softmaxes sharpen to this by the end
+    gate_temperature_from: int = -1           # where the sharpening starts (-1: lr_decay_from)
     shift: int = 0                            # augment: random translation by up to ±shift px
     batch: int = 128
     iters: int = 1000
@@ -93,6 +94,9 @@ class LogicTrainConfig:
         if not 0 < self.gate_temperature <= 1:
             raise ConfigError(f"gate_temperature must be in (0, 1] (1: no annealing), got "
                               f"{self.gate_temperature}")
+        if self.gate_temperature_from < -1:
+            raise ConfigError(f"gate_temperature_from must be -1 (with the cosine phase) or an "
+                              f"iteration ≥ 0, got {self.gate_temperature_from}")
         if self.lr_decay_from < -1:        # ≥ iters is allowed: the decay starts after the end
             raise ConfigError(f"lr_decay_from must be -1 (constant lr) or an iteration ≥ 0, got "
                               f"{self.lr_decay_from}")

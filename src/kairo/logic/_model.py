@@ -215,12 +215,13 @@ def lr_at(cfg: LogicTrainConfig, it: int) -> float:
 
 def gate_temperature_at(cfg: LogicTrainConfig, it: int) -> float:
     """Softmax temperature of the gate logits at iteration ``it``: 1, then falling geometrically
-    to ``gate_temperature`` over the cosine phase (``lr_decay_from``; without one, over the
-    whole run). Lower temperatures concentrate each mixture on its argmax gate, so the relaxed
-    network the optimizer sees approaches the discrete circuit that is exported."""
+    to ``gate_temperature`` at the last iteration, from ``gate_temperature_from`` (default: the
+    start of the cosine phase, ``lr_decay_from``; without one, the start of the run). Lower
+    temperatures concentrate each mixture on its argmax gate, so the relaxed network the
+    optimizer sees approaches the discrete circuit that is exported."""
     if cfg.gate_temperature == 1.0:
         return 1.0
-    k = max(cfg.lr_decay_from, 0)
+    k = cfg.gate_temperature_from if cfg.gate_temperature_from >= 0 else max(cfg.lr_decay_from, 0)
     frac = min(max((it - k) / max(cfg.iters - k, 1), 0.0), 1.0)
     return cfg.gate_temperature ** frac
 
