@@ -71,9 +71,9 @@ _HELP = {
     "gate_mode": "soft (softmax mixture) or gumbel (straight-through hard gates)",
     "tau": "GroupSum temperature",
     "lr_decay_from": "-1: constant lr; else cosine decay of lr to 0 from this iteration on",
-    "gate_temperature": "final softmax temperature of the gate logits, reached geometrically "
-                        "from 1 over the cosine phase (1: off; e.g. 0.1 sharpens the relaxed "
-                        "network towards its circuit)",
+    "gate_temperature": "softmax temperature of the gate logits at the last iteration, "
+                        "reached geometrically from 1 from --gate-temperature-from on (1: off; "
+                        "e.g. 0.1 sharpens the relaxed network towards its circuit)",
     "gate_temperature_from": "iteration where --gate-temperature starts falling (-1: where the "
                              "cosine phase starts, else 0)",
     "shift": "augmentation: move each training image by up to ±shift pixels (0: off)",
