@@ -78,6 +78,10 @@ _HELP = {
                              "cosine phase starts, else 0)",
     "shift": "augmentation: move each training image by up to ±shift pixels (0: off)",
     "iters": "training iterations (batches)",
+    "snapshots": "comma-separated iterations whose checkpoints are kept in the results folder "
+                 "(checkpoint-<iteration>.pt), to branch later runs from with --init-from",
+    "init_from": "start from this checkpoint (a snapshot or model.pt of a run with the same "
+                 "architecture) at its iteration and go on with this run's schedule",
     "circuit": "circuit JSON written by kairo logic train",
     "format": "json, c or verilog",
     "output": "file to write (its folder must exist)",
@@ -247,7 +251,7 @@ def _run_logic(cmd: str, args) -> int:
         out = Path(args.out) if args.out else default_out("logic train")
         with ResultsDir(out, command="logic train", config=cfg, overwrite=args.overwrite) as rd:
             text = lc.run_train(cfg, rd, out)
-        lc._done_checkpoint(out)
+        lc._done_checkpoint(out, cfg)
     else:
         cfg = _resolve(lc.VerifyConfig, args)
         out = Path(args.out) if args.out else default_out("logic verify")

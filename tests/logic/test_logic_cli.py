@@ -75,3 +75,20 @@ def test_truncated_circuit_file(trained, tmp_path, capsys):
                  str(tmp_path / "x.c")]) == 2
     assert "truncated" in capsys.readouterr().err
     assert not (tmp_path / "x.c").exists()
+
+
+def test_snapshots_are_kept_and_a_run_branches_from_one(tmp_path, data_dir, capsys):
+    common = ["--data-dir", str(data_dir), "logic", "train", "--classes", "0,1", "--hidden",
+              "100", "--layers", "2", "--eval-every", "50"]
+    a = tmp_path / "a"
+    assert main(common + ["--iters", "100", "--snapshots", "50", "--out", str(a)]) == 0
+    assert (a / "checkpoint-50.pt").is_file()
+    assert not list(tmp_path.glob("a.checkpoint*"))          # nothing left next to the run
+    b = tmp_path / "b"
+    assert main(common + ["--iters", "150", "--gate-temperature", "0.1",
+                          "--gate-temperature-from", "50", "--init-from",
+                          str(a / "checkpoint-50.pt"), "--out", str(b)]) == 0
+    assert "at iteration 50 (a single run of this config replays it)" in capsys.readouterr().out
+    m = json.loads((b / "metrics.json").read_text())
+    assert m["resumed_from"] == 50 and m["branch"]["same_as_single_run"]
+    assert [h["iter"] for h in m["history"]] == [50, 100, 150]

@@ -11,7 +11,8 @@ from kairo.logic._commands import LogicTrainConfig
 from kairo.logic._gates import COEFFS, N_GATES, TRUTH, relaxed
 from kairo.logic._layers import Binarize, GroupSum, LogicDense, pairings
 from kairo.logic._model import (build_model, check_images, image_bits, load_checkpoint,
-                                load_data, model_from_checkpoint, to_circuit, train)
+                                load_data, model_from_checkpoint, snapshot_path, to_circuit,
+                                train)
 
 
 def test_relaxed_gates_match_the_truth_table_on_bits():
@@ -260,6 +261,47 @@ def test_training_is_reproducible_and_resumes_exactly(zero_one, tmp_path):
     assert not list(tmp_path.glob(".*tmp"))         # atomic writes left no temp file
     model, cfg2 = model_from_checkpoint(tmp_path / "full.pt")
     assert cfg2 == cfg
+
+
+def test_a_branch_from_a_snapshot_replays_the_single_run(zero_one, tmp_path):
+    """A run keeps its 40-iteration checkpoint (snapshots); a second config that shares the
+    schedule up to 40 and then anneals branches from it (init_from) and ends exactly where a
+    single run of that config from scratch ends; a branch whose schedule differed before the
+    branch point says so, and bad branch points are refused."""
+    cfg, data = zero_one
+    quiet = dict(data=data, log=lambda *_: None, progress_bar=False)
+    base = LogicTrainConfig(**{**cfg.__dict__, "shift": 1, "iters": 80, "snapshots": (40,)})
+    train(base, checkpoint=tmp_path / "a.checkpoint.pt", **quiet)
+    snap = snapshot_path(tmp_path / "a.checkpoint.pt", 40)
+    assert snap.name == "a.checkpoint-40.pt"
+    assert torch.load(snap, weights_only=True)["iter"] == 40
+    late = dict(cfg.__dict__, shift=1, iters=120, lr_decay_from=100, gate_temperature=0.2,
+                gate_temperature_from=40)
+    single = train(LogicTrainConfig(**late), **quiet)
+    branched = train(LogicTrainConfig(**{**late, "init_from": str(snap)}),
+                     checkpoint=tmp_path / "b.checkpoint.pt", **quiet)
+    assert branched["resumed_from"] == 40
+    assert branched["branch"] == {"from": str(snap), "iter": 40, "same_as_single_run": True,
+                                  "differs_before": []}
+    assert [h["iter"] for h in branched["history"]] == [60, 120]
+    for p, q in zip(single["model"].parameters(), branched["model"].parameters()):
+        torch.testing.assert_close(p, q, rtol=0, atol=0)
+    # the branch record survives a resume of the branched run
+    state = torch.load(tmp_path / "b.checkpoint.pt", weights_only=True)
+    assert state["branch"]["from"] == str(snap)
+    # a schedule that differed before iteration 40 is reported, not hidden
+    early = dict(late, gate_temperature_from=20, lr=0.02)
+    other = train(LogicTrainConfig(**{**early, "init_from": str(snap)}), **quiet)
+    assert other["branch"]["same_as_single_run"] is False
+    assert other["branch"]["differs_before"] == ["learning-rate schedule",
+                                                 "gate-temperature schedule"]
+    with pytest.raises(ConfigError, match="iters .40. must be larger"):
+        train(LogicTrainConfig(**{**late, "iters": 40, "lr_decay_from": -1,
+                                  "gate_temperature": 1.0, "init_from": str(snap)}), **quiet)
+    with pytest.raises(DataError, match="different architecture"):
+        train(LogicTrainConfig(**{**late, "hidden": 80, "init_from": str(snap)}), **quiet)
+    with pytest.raises(ConfigError, match="snapshots must be iterations"):
+        LogicTrainConfig(iters=100, snapshots=(100,))
 
 
 def test_checkpoint_from_another_architecture_or_corrupt(zero_one, tmp_path):

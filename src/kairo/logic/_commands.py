@@ -61,6 +61,8 @@ class LogicTrainConfig:
     eval_every: int = 200
     keep_best: bool = False                   # end with the best-discrete-validation weights
     checkpoint_every: int = 200
+    snapshots: tuple[int, ...] = ()           # keep these iterations' checkpoints (branch points)
+    init_from: str = ""                       # start from another run's checkpoint / model.pt
     val_fraction: float = 0.1
     backend: str = "auto"                     # torch, fused (numba CPU kernels), auto
     seed: int = 0
@@ -100,6 +102,9 @@ class LogicTrainConfig:
         if self.lr_decay_from < -1:        # ≥ iters is allowed: the decay starts after the end
             raise ConfigError(f"lr_decay_from must be -1 (constant lr) or an iteration ≥ 0, got "
                               f"{self.lr_decay_from}")
+        if any(not 0 < k < self.iters for k in self.snapshots):
+            raise ConfigError(f"snapshots must be iterations in 1…iters−1 ({self.iters - 1}), got "
+                              f"{list(self.snapshots)}")
         if not 0 <= self.shift <= 8:
             raise ConfigError(f"shift must be 0–8 pixels, got {self.shift}")
         if self.kernels < 0:
@@ -192,7 +197,8 @@ class VerifyConfig:
 def run_train(cfg, rd, out: Path, log=print) -> str:
     """Train (resumable through ``<out>.checkpoint.pt``), extract, simplify, save, score."""
     from kairo.logic._layers import fused_available
-    from kairo.logic._model import image_bits, load_data, predict, to_circuit, train
+    from kairo.logic._model import (image_bits, load_data, predict, snapshot_path,
+                                    to_circuit, train)
     from kairo.logic._simplify import simplify
 
     ckpt = out.with_name(out.name + ".checkpoint.pt")
@@ -216,7 +222,7 @@ def run_train(cfg, rd, out: Path, log=print) -> str:
                "depth_after": report["after"]["depth"], "simplify": report,
                "history": res["history"], "train_seconds": res["seconds"],
                "iters_per_s": res["iters_per_s"], "resumed_from": res["resumed_from"],
-               "kept_iter": kept,
+               "kept_iter": kept, "branch": res["branch"],
                "backend": ("fused" if cfg.backend == "fused" or
                            (cfg.backend == "auto" and fused_available()) else "torch")}
     rd.write_json("metrics.json", metrics)
@@ -225,6 +231,10 @@ def run_train(cfg, rd, out: Path, log=print) -> str:
     rd.files += ["circuit.json", "circuit_raw.json"]
     shutil.copyfile(ckpt, rd.path / "model.pt")
     rd.files.append("model.pt")
+    for it in cfg.snapshots:                 # removed next to the checkpoint once committed
+        if snapshot_path(ckpt, it).is_file():
+            shutil.copyfile(snapshot_path(ckpt, it), rd.path / f"checkpoint-{it}.pt")
+            rd.files.append(f"checkpoint-{it}.pt")
     import pandas as pd
 
     rd.write_table("history.csv", pd.DataFrame(res["history"]))
@@ -232,11 +242,18 @@ def run_train(cfg, rd, out: Path, log=print) -> str:
     if kept is not None:            # the numbers of the weights that were kept
         last = next((h for h in res["history"] if h["iter"] == kept), last)
     acc = metrics["test_accuracy_circuit"]
+    branch, branch_line = res["branch"], ""
+    if branch:
+        branch_line = (f"branched from {branch['from']} at iteration {branch['iter']} ("
+                       + ("a single run of this config replays it"
+                          if branch["same_as_single_run"] else
+                          "before it the runs differ in " + ", ".join(branch["differs_before"]))
+                       + ")\n")
     text = (f"classes {','.join(map(str, cfg.classes))}: test accuracy {acc:.2%} "
             f"(discrete circuit; relaxed val {last.get('val_relaxed', float('nan')):.2%}, "
             f"discrete val {last.get('val_discrete', float('nan')):.2%}"
             + (f"; weights of iteration {kept}, the best discrete validation" if kept else "")
-            + ")\n"
+            + ")\n" + branch_line +
             f"gates {raw.n_gates} → {circ.n_gates} after simplification, depth "
             f"{report['before']['depth']} → {report['after']['depth']}\n"
             f"training {res['seconds']:.1f} s ({res['iters_per_s']:.1f} it/s, "
@@ -244,10 +261,13 @@ def run_train(cfg, rd, out: Path, log=print) -> str:
     return text
 
 
-def _done_checkpoint(out: Path) -> None:
+def _done_checkpoint(out: Path, cfg: LogicTrainConfig | None = None) -> None:
+    """After a committed run: its rolling checkpoint and the snapshots (copied into it) go."""
+    from kairo.logic._model import snapshot_path
+
     ckpt = out.with_name(out.name + ".checkpoint.pt")
-    if ckpt.exists():
-        ckpt.unlink()
+    for p in [ckpt] + [snapshot_path(ckpt, it) for it in (cfg.snapshots if cfg else ())]:
+        p.unlink(missing_ok=True)
 
 
 def run_export(cfg: ExportConfig) -> str:

@@ -154,7 +154,7 @@ def accuracy(model: LogicNet, x: np.ndarray, y: np.ndarray, *, discrete: bool,
 
 # ---------------------------------------------------------------------------- checkpoints
 def save_checkpoint(path, model, optimizer, cfg: LogicTrainConfig, it: int, history: list,
-                    rng_state, best: dict | None = None) -> None:
+                    rng_state, best: dict | None = None, branch: dict | None = None) -> None:
     """Atomic: write a temp file in the same folder, then rename over the old checkpoint.
 
     ``best`` ({"iter", "val_discrete", "model"}): with ``keep_best``, the weights of the best
@@ -163,7 +163,7 @@ def save_checkpoint(path, model, optimizer, cfg: LogicTrainConfig, it: int, hist
     state = {"format": "kairo.logic.checkpoint", "version": 1, "iter": it,
              "arch": cfg.arch(), "config": dataclasses.asdict(cfg),
              "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-             "history": history, "torch_rng": rng_state, "best": best}
+             "history": history, "torch_rng": rng_state, "best": best, "branch": branch}
     atomic_write(path, lambda tmp: torch.save(state, tmp))
 
 
@@ -187,10 +187,42 @@ def load_checkpoint(path, cfg: LogicTrainConfig | None = None) -> dict:
     return state
 
 
+def _config_of(state: dict, path) -> LogicTrainConfig:
+    try:
+        return LogicTrainConfig(**{k: tuple(v) if isinstance(v, list) else v
+                                   for k, v in state["config"].items()})
+    except (TypeError, KairoError) as exc:
+        raise DataError(f"checkpoint {path}: its training config is not one this kairo reads "
+                        f"({exc})") from None
+
+
+def snapshot_path(checkpoint, it: int) -> Path:
+    """Where the kept checkpoint of iteration ``it`` goes: ``<out>.checkpoint-<it>.pt``."""
+    checkpoint = Path(checkpoint)
+    return checkpoint.with_name(f"{checkpoint.name.removesuffix('.pt')}-{it}.pt")
+
+
+# what, besides the iteration schedules, makes a run's first iterations what they were
+_HISTORY_FIELDS = ("classes", "tau", "gate_mode", "gumbel_tau", "shift", "batch",
+                   "residual_init", "val_fraction")
+
+
+def branch_info(old: LogicTrainConfig, new: LogicTrainConfig, start: int) -> dict:
+    """Which settings differ between the run a checkpoint came from and the run branching
+    from it, over the iterations before ``start``. None differing: a single run of ``new``
+    from scratch replays the branched one exactly (the schedules are functions of the
+    iteration alone)."""
+    differs = [f for f in _HISTORY_FIELDS if getattr(old, f) != getattr(new, f)]
+    if any(lr_at(old, i) != lr_at(new, i) for i in range(start)):
+        differs.append("learning-rate schedule")
+    if any(gate_temperature_at(old, i) != gate_temperature_at(new, i) for i in range(start)):
+        differs.append("gate-temperature schedule")
+    return {"iter": start, "same_as_single_run": not differs, "differs_before": differs}
+
+
 def model_from_checkpoint(path) -> tuple[LogicNet, LogicTrainConfig]:
     state = load_checkpoint(path)
-    cfg = LogicTrainConfig(**{k: tuple(v) if isinstance(v, list) else v
-                              for k, v in state["config"].items()})
+    cfg = _config_of(state, path)
     model = build_model(cfg)
     best = state.get("best")
     try:                    # a keep_best run's model is its best-validation weights
@@ -256,17 +288,34 @@ def train(cfg: LogicTrainConfig, *, checkpoint=None, data=None, log=print,
     xtr, ytr = data["train"]
     model = build_model(cfg)
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
-    start, history, resumed, best = 0, [], None, None
+    start, history, resumed, best, branch = 0, [], None, None, None
     gen = torch.Generator().manual_seed(cfg.seed)
     ckpt = Path(checkpoint) if checkpoint else None
-    if ckpt is not None and ckpt.is_file():
-        state = load_checkpoint(ckpt, cfg)
+    source = ckpt if ckpt is not None and ckpt.is_file() else None
+    if source is None and cfg.init_from:
+        source = Path(cfg.init_from)
+    if source is not None:
+        state = load_checkpoint(source, cfg)
+        start, history = int(state["iter"]), list(state["history"])
+        branch = state.get("branch")
+        if source != ckpt:                          # a branch from another run
+            if start >= cfg.iters:
+                raise ConfigError(f"init_from {source} is at iteration {start}; iters "
+                                  f"({cfg.iters}) must be larger to train on from it")
+            branch = {"from": str(source), **branch_info(_config_of(state, source), cfg, start)}
+            history = [h for h in history if h["iter"] <= start]
+            state["best"] = None                    # the old run's best is not this run's
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
-        start, history, resumed = int(state["iter"]), list(state["history"]), int(state["iter"])
         gen.set_state(state["torch_rng"])
-        best = state.get("best")
-        log(f"resumed from {ckpt} at iteration {start}")
+        best, resumed = state.get("best"), start
+        if source == ckpt:
+            log(f"resumed from {ckpt} at iteration {start}")
+        else:
+            log(f"branched from {source} at iteration {start} ("
+                + ("a single run of this config replays it" if branch["same_as_single_run"]
+                   else "before it the runs differ in " + ", ".join(branch["differs_before"]))
+                + ")")
     model.train()
     gate_layers = model.gate_layers()
     loss_fn = nn.CrossEntropyLoss()
@@ -304,7 +353,10 @@ def train(cfg: LogicTrainConfig, *, checkpoint=None, data=None, log=print,
                                       for k, v in model.state_dict().items()}}
             if ckpt is not None and (done % cfg.checkpoint_every == 0 or done == cfg.iters):
                 save_checkpoint(ckpt, model, opt, cfg, done, history, gen.get_state(),
-                                best if cfg.keep_best else None)
+                                best if cfg.keep_best else None, branch)
+            if ckpt is not None and done in cfg.snapshots:
+                save_checkpoint(snapshot_path(ckpt, done), model, opt, cfg, done, history,
+                                gen.get_state(), best if cfg.keep_best else None, branch)
     secs = time.perf_counter() - t0
     kept = None
     if cfg.keep_best and best is not None:
@@ -315,7 +367,7 @@ def train(cfg: LogicTrainConfig, *, checkpoint=None, data=None, log=print,
     model.eval()
     return {"model": model, "history": history, "resumed_from": resumed, "seconds": secs,
             "iters_per_s": (cfg.iters - start) / secs if secs > 0 else float("nan"),
-            "kept_iter": kept}
+            "kept_iter": kept, "branch": branch}
 
 
 # ---------------------------------------------------------------------------- circuits
