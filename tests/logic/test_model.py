@@ -295,6 +295,13 @@ def test_a_branch_from_a_snapshot_replays_the_single_run(zero_one, tmp_path):
     assert other["branch"]["same_as_single_run"] is False
     assert other["branch"]["differs_before"] == ["learning-rate schedule",
                                                  "gate-temperature schedule"]
+    # ... and so is a branch from a checkpoint of such a branch
+    train(LogicTrainConfig(**{**early, "init_from": str(snap), "snapshots": (60,)}),
+          checkpoint=tmp_path / "c.checkpoint.pt", **quiet)
+    again = train(LogicTrainConfig(**{**early, "init_from": str(tmp_path / "c.checkpoint-60.pt")}),
+                  **quiet)
+    assert again["branch"]["iter"] == 60 and not again["branch"]["same_as_single_run"]
+    assert again["branch"]["differs_before"][-1].startswith("the branch at iteration 40")
     with pytest.raises(ConfigError, match="iters .40. must be larger"):
         train(LogicTrainConfig(**{**late, "iters": 40, "lr_decay_from": -1,
                                   "gate_temperature": 1.0, "init_from": str(snap)}), **quiet)

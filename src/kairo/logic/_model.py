@@ -302,7 +302,12 @@ def train(cfg: LogicTrainConfig, *, checkpoint=None, data=None, log=print,
             if start >= cfg.iters:
                 raise ConfigError(f"init_from {source} is at iteration {start}; iters "
                                   f"({cfg.iters}) must be larger to train on from it")
-            branch = {"from": str(source), **branch_info(_config_of(state, source), cfg, start)}
+            info = branch_info(_config_of(state, source), cfg, start)
+            if branch and not branch["same_as_single_run"]:      # the source was no single run
+                info["differs_before"].append(f"the branch at iteration {branch['iter']} that "
+                                              f"made {source}")
+                info["same_as_single_run"] = False
+            branch = {"from": str(source), **info}
             history = [h for h in history if h["iter"] <= start]
             state["best"] = None                    # the old run's best is not this run's
         model.load_state_dict(state["model"])
