@@ -57,6 +57,8 @@ def test_verify_all_backends_bit_exact(trained, tmp_path, data_dir, capsys):
     (["logic", "train", "--kernels", "4", "--conv-blocks", "5"], "conv block 5 of conv_blocks=5"),
     (["logic", "train", "--kernels", "4", "--backend", "gpu"], "backend must be one of"),
     (["logic", "train", "--classes", "0,1,2", "--hidden", "100"], "class groups do not divide"),
+    (["logic", "train", "--iters", "100", "--snapshots", "100"], "snapshots must be iterations"),
+    (["logic", "train", "--snapshots", "5k"], "snapshots"),
     (["logic", "export", "--circuit", "/no/such.json", "--format", "c", "--output", "x.c"],
      "does not exist"),
     (["logic", "export", "--circuit", "x.json", "--format", "vhdl", "--output", "x.v"],
@@ -92,3 +94,9 @@ def test_snapshots_are_kept_and_a_run_branches_from_one(tmp_path, data_dir, caps
     m = json.loads((b / "metrics.json").read_text())
     assert m["resumed_from"] == 50 and m["branch"]["same_as_single_run"]
     assert [h["iter"] for h in m["history"]] == [50, 100, 150]
+    # a checkpoint that is not there: a clear error and no results folder
+    c = tmp_path / "c"
+    assert main(common + ["--iters", "150", "--init-from", str(tmp_path / "none.pt"),
+                          "--out", str(c)]) == 2
+    assert "none.pt does not exist" in capsys.readouterr().err
+    assert not c.exists() and not list(tmp_path.glob(".c.*"))
