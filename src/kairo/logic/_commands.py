@@ -194,14 +194,19 @@ class VerifyConfig:
             raise ConfigError("samples must be ≥ 0")
 
 
+def _checkpoint_of(out: Path) -> Path:
+    """The rolling checkpoint of a run whose results go to ``out``."""
+    return out.with_name(out.name + ".checkpoint.pt")
+
+
 def run_train(cfg, rd, out: Path, log=print) -> str:
     """Train (resumable through ``<out>.checkpoint.pt``), extract, simplify, save, score."""
     from kairo.logic._layers import fused_available
-    from kairo.logic._model import (image_bits, load_data, predict, snapshot_path,
-                                    to_circuit, train)
+    from kairo.logic._model import (describe_branch, image_bits, load_data, predict,
+                                    snapshot_path, to_circuit, train)
     from kairo.logic._simplify import simplify
 
-    ckpt = out.with_name(out.name + ".checkpoint.pt")
+    ckpt = _checkpoint_of(out)
     data = load_data(cfg)
     res = train(cfg, checkpoint=ckpt, data=data, log=log)
     model = res["model"]
@@ -242,13 +247,7 @@ def run_train(cfg, rd, out: Path, log=print) -> str:
     if kept is not None:            # the numbers of the weights that were kept
         last = next((h for h in res["history"] if h["iter"] == kept), last)
     acc = metrics["test_accuracy_circuit"]
-    branch, branch_line = res["branch"], ""
-    if branch:
-        branch_line = (f"branched from {branch['from']} at iteration {branch['iter']} ("
-                       + ("a single run of this config replays it"
-                          if branch["same_as_single_run"] else
-                          "before it the runs differ in " + ", ".join(branch["differs_before"]))
-                       + ")\n")
+    branch_line = describe_branch(res["branch"]) + "\n" if res["branch"] else ""
     text = (f"classes {','.join(map(str, cfg.classes))}: test accuracy {acc:.2%} "
             f"(discrete circuit; relaxed val {last.get('val_relaxed', float('nan')):.2%}, "
             f"discrete val {last.get('val_discrete', float('nan')):.2%}"
@@ -265,7 +264,7 @@ def _done_checkpoint(out: Path, cfg: LogicTrainConfig | None = None) -> None:
     """After a committed run: its rolling checkpoint and the snapshots (copied into it) go."""
     from kairo.logic._model import snapshot_path
 
-    ckpt = out.with_name(out.name + ".checkpoint.pt")
+    ckpt = _checkpoint_of(out)
     for p in [ckpt] + [snapshot_path(ckpt, it) for it in (cfg.snapshots if cfg else ())]:
         p.unlink(missing_ok=True)
 

@@ -220,6 +220,14 @@ def branch_info(old: LogicTrainConfig, new: LogicTrainConfig, start: int) -> dic
     return {"iter": start, "same_as_single_run": not differs, "differs_before": differs}
 
 
+def describe_branch(branch: dict) -> str:
+    """One line on where a branched run started and whether a single run replays it."""
+    return (f"branched from {branch['from']} at iteration {branch['iter']} ("
+            + ("a single run of this config replays it" if branch["same_as_single_run"]
+               else "before it the runs differ in " + ", ".join(branch["differs_before"]))
+            + ")")
+
+
 def model_from_checkpoint(path) -> tuple[LogicNet, LogicTrainConfig]:
     state = load_checkpoint(path)
     cfg = _config_of(state, path)
@@ -308,19 +316,13 @@ def train(cfg: LogicTrainConfig, *, checkpoint=None, data=None, log=print,
                                               f"made {source}")
                 info["same_as_single_run"] = False
             branch = {"from": str(source), **info}
-            history = [h for h in history if h["iter"] <= start]
-            state["best"] = None                    # the old run's best is not this run's
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
         gen.set_state(state["torch_rng"])
-        best, resumed = state.get("best"), start
-        if source == ckpt:
-            log(f"resumed from {ckpt} at iteration {start}")
-        else:
-            log(f"branched from {source} at iteration {start} ("
-                + ("a single run of this config replays it" if branch["same_as_single_run"]
-                   else "before it the runs differ in " + ", ".join(branch["differs_before"]))
-                + ")")
+        resumed = start
+        best = state.get("best") if source == ckpt else None   # the old run's best is not ours
+        log(f"resumed from {ckpt} at iteration {start}" if source == ckpt
+            else describe_branch(branch))
     model.train()
     gate_layers = model.gate_layers()
     loss_fn = nn.CrossEntropyLoss()
