@@ -76,6 +76,9 @@ _HELP = {
                         "e.g. 0.1 sharpens the relaxed network towards its circuit)",
     "gate_temperature_from": "iteration where --gate-temperature starts falling (-1: where the "
                              "cosine phase starts, else 0)",
+    "fix_at": "comma-separated iterations: from the i-th, the i-th gate layer (conv blocks, then "
+              "dense layers) computes its argmax gates and stops learning, so later layers "
+              "train on the circuit's own values of it",
     "shift": "augmentation: move each training image by up to ±shift pixels (0: off)",
     "iters": "training iterations (batches)",
     "snapshots": "comma-separated iterations whose checkpoints are kept in the results folder "

@@ -311,6 +311,51 @@ def test_a_branch_from_a_snapshot_replays_the_single_run(zero_one, tmp_path):
         LogicTrainConfig(iters=100, snapshots=(100,))
 
 
+@pytest.mark.parametrize("backend", ["torch", "fused"])
+def test_fixed_layers_stop_learning_and_compute_their_circuit(zero_one, tmp_path, backend):
+    """fix_at: from its iteration a gate layer computes its argmax gates in training too and
+    its logits stop changing, while later layers go on learning; with every layer fixed the
+    relaxed network is its circuit. The fixed-layer schedule counts in a branch's verdict."""
+    cfg, data = zero_one
+    quiet = dict(data=data, log=lambda *_: None, progress_bar=False)
+    base = dict(cfg.__dict__, iters=80, eval_every=40, backend=backend, snapshots=(40,))
+    plain = train(LogicTrainConfig(**base), checkpoint=tmp_path / "p.checkpoint.pt", **quiet)
+    snap = torch.load(tmp_path / "p.checkpoint-40.pt", weights_only=True)["model"]
+    part = train(LogicTrainConfig(**{**base, "fix_at": (40,)}), **quiet)
+    first, second = part["model"].gate_layers()
+    torch.testing.assert_close(first.weight, snap["logic.0.weight"], rtol=0, atol=0)
+    assert not torch.equal(second.weight, snap["logic.1.weight"])          # still learning
+    assert not torch.equal(plain["model"].gate_layers()[0].weight, first.weight)
+    # a layer fixed from the start keeps its initial logits
+    init = build_model(LogicTrainConfig(**base)).gate_layers()[0].weight
+    both = train(LogicTrainConfig(**{**base, "fix_at": (0, 60)}), **quiet)
+    torch.testing.assert_close(both["model"].gate_layers()[0].weight, init, rtol=0, atol=0)
+    h = both["history"][-1]                     # all fixed at the end: relaxed = discrete
+    assert h["val_relaxed"] == h["val_discrete"]
+    with torch.no_grad():
+        model = both["model"].train()
+        for layer in model.gate_layers():
+            layer.fixed = True
+        x = torch.from_numpy(data["val"][0][:200])
+        relaxed = model(x)
+        torch.testing.assert_close(relaxed, model.eval()(x), rtol=0, atol=0)
+    # fixing after the branch point replays; fixing before it differs
+    late = {**base, "snapshots": (), "iters": 120}
+    same = train(LogicTrainConfig(**{**late, "fix_at": (60,),
+                                     "init_from": str(tmp_path / "p.checkpoint-40.pt")}), **quiet)
+    assert same["branch"]["same_as_single_run"]
+    single = train(LogicTrainConfig(**{**late, "fix_at": (60,)}), **quiet)
+    for p, q in zip(single["model"].parameters(), same["model"].parameters()):
+        torch.testing.assert_close(p, q, rtol=0, atol=0)
+    early = train(LogicTrainConfig(**{**late, "fix_at": (20,),
+                                      "init_from": str(tmp_path / "p.checkpoint-40.pt")}), **quiet)
+    assert early["branch"]["differs_before"] == ["fixed-layer schedule"]
+    with pytest.raises(ConfigError, match="fix_at must be iterations"):
+        LogicTrainConfig(**{**base, "fix_at": (80,)})
+    with pytest.raises(ConfigError, match="the network has 2 gate layers"):
+        LogicTrainConfig(**{**base, "fix_at": (10, 20, 30)})
+
+
 def test_checkpoint_from_another_architecture_or_corrupt(zero_one, tmp_path):
     cfg, data = zero_one
     train(LogicTrainConfig(**{**cfg.__dict__, "iters": 40}), checkpoint=tmp_path / "c.pt",

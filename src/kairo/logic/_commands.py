@@ -55,6 +55,7 @@ class LogicTrainConfig:
     lr_decay_from: int = -1                   # ≥ 0: cosine decay of lr to 0 from this iteration
     gate_temperature: float = 1.0             # < 1: gate softmaxes sharpen to this by the end
     gate_temperature_from: int = -1           # where the sharpening starts (-1: lr_decay_from)
+    fix_at: tuple[int, ...] = ()              # gate layer i is fixed to its argmax from fix_at[i]
     shift: int = 0                            # augment: random translation by up to ±shift px
     batch: int = 128
     iters: int = 1000
@@ -105,6 +106,13 @@ class LogicTrainConfig:
         if any(not 0 < k < self.iters for k in self.snapshots):
             raise ConfigError(f"snapshots must be iterations in 1…iters−1 ({self.iters - 1}), got "
                               f"{list(self.snapshots)}")
+        if any(not 0 <= k < self.iters for k in self.fix_at):
+            raise ConfigError(f"fix_at must be iterations in 0…iters−1 ({self.iters - 1}), one per "
+                              f"leading gate layer; got {list(self.fix_at)}")
+        n_gate = self.layers + (self.conv_blocks if self.kernels else 0)
+        if len(self.fix_at) > n_gate:
+            raise ConfigError(f"fix_at has {len(self.fix_at)} iterations but the network has "
+                              f"{n_gate} gate layers")
         if not 0 <= self.shift <= 8:
             raise ConfigError(f"shift must be 0–8 pixels, got {self.shift}")
         if self.kernels < 0:

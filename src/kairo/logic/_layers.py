@@ -103,11 +103,13 @@ class _GateLayer(nn.Module):
         self.mode, self.tau, self.backend = mode, float(tau), _check_backend(backend)
         # the trainer lowers it to sharpen the mixtures (not saved: a function of the iteration)
         self.temperature = 1.0
+        # fixed: computes its argmax gates in training too, and its logits get no gradient
+        self.fixed = False
         self.register_buffer("coeffs", torch.tensor(COEFFS, dtype=torch.float32))
 
     def gate_probs(self) -> torch.Tensor:
         """(..., 16): the mixture used in training mode, one-hot in eval mode."""
-        if not self.training:
+        if not self.training or self.fixed:
             return nn.functional.one_hot(self.weight.argmax(-1), N_GATES).to(self.weight.dtype)
         w = self.weight if self.temperature == 1.0 else self.weight / self.temperature
         if self.mode == "gumbel":

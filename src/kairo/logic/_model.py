@@ -217,6 +217,8 @@ def branch_info(old: LogicTrainConfig, new: LogicTrainConfig, start: int) -> dic
         differs.append("learning-rate schedule")
     if any(gate_temperature_at(old, i) != gate_temperature_at(new, i) for i in range(start)):
         differs.append("gate-temperature schedule")
+    if any(fixed_layers(old, i) != fixed_layers(new, i) for i in range(start)):
+        differs.append("fixed-layer schedule")
     return {"iter": start, "same_as_single_run": not differs, "differs_before": differs}
 
 
@@ -264,6 +266,15 @@ def gate_temperature_at(cfg: LogicTrainConfig, it: int) -> float:
     k = cfg.gate_temperature_from if cfg.gate_temperature_from >= 0 else max(cfg.lr_decay_from, 0)
     frac = min(max((it - k) / max(cfg.iters - k, 1), 0.0), 1.0)
     return cfg.gate_temperature ** frac
+
+
+def fixed_layers(cfg: LogicTrainConfig, it: int) -> tuple[int, ...]:
+    """Indices of the leading gate layers fixed to their argmax gates at iteration ``it``
+    (``fix_at``). A fixed layer's relaxed output is its circuit's output, so the layers after
+    it learn on the values the exported circuit will feed them (the first conv block
+    otherwise ends with a share of near-tied gates whose mixtures the circuit cannot
+    compute)."""
+    return tuple(i for i, k in enumerate(cfg.fix_at) if it >= k)
 
 
 def random_shift(x: np.ndarray, max_shift: int, rng: np.random.Generator) -> np.ndarray:
@@ -341,12 +352,15 @@ def train(cfg: LogicTrainConfig, *, checkpoint=None, data=None, log=print,
             for group in opt.param_groups:
                 group["lr"] = lr_at(cfg, it)
             temperature = gate_temperature_at(cfg, it)
-            for layer in gate_layers:
+            fixed = fixed_layers(cfg, it)
+            for i, layer in enumerate(gate_layers):
                 layer.temperature = temperature
+                layer.fixed = i in fixed
             loss = loss_fn(model(xb), yb)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
+            if loss.requires_grad:              # not when every gate layer is fixed
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
             done = it + 1
             if done % cfg.eval_every == 0 or done == cfg.iters:
                 xv, yv = data["val"]
