@@ -24,6 +24,10 @@ def test_train_writes_a_verified_circuit(trained):
     m = json.loads((trained / "metrics.json").read_text())
     assert m["test_accuracy_circuit"] > 0.95 and m["circuit_matches_model"]
     assert m["gates_after"] <= m["gates_before"] == 200
+    # the per-layer report: wires are what the simplifier can drop
+    assert [(r["layer"], r["gates"], r["copies"]) for r in m["layers"]] == \
+        [("logic.0", 100, 1), ("logic.1", 100, 1)]
+    assert sum(r["gates"] - r["wires"] for r in m["layers"]) >= m["gates_after"]
     c = Circuit.load(trained / "circuit.json")
     assert c.meta["classes"] == [0, 1] and c.n_classes == 2
     for f in ("config.yaml", "run.json", "history.csv", "model.pt", "circuit_raw.json"):

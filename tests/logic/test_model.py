@@ -356,6 +356,32 @@ def test_fixed_layers_stop_learning_and_compute_their_circuit(zero_one, tmp_path
         LogicTrainConfig(**{**base, "fix_at": (10, 20, 30)})
 
 
+def test_layer_report_counts_wires_copies_and_ties():
+    from kairo.logic._gates import GATE_NAMES
+    from kairo.logic._model import layer_report
+
+    cfg = LogicTrainConfig(classes=(0, 1), kernels=2, conv_blocks=2, hidden=20, layers=1,
+                           iters=10, fix_at=(5,))
+    model = build_model(cfg)
+    conv = model.gate_layers()[0]
+    with torch.no_grad():
+        for layer in model.gate_layers():
+            layer.weight.zero_()
+            layer.weight[..., GATE_NAMES.index("A")] = 1.0       # every gate a wire, decided
+        conv.weight[0, 0, GATE_NAMES.index("AND")] = 0.98        # a wire within 0.05 of AND
+        conv.weight[1, 0, GATE_NAMES.index("OR")] = 5.0          # a real gate
+        model.gate_layers()[2].weight[3, GATE_NAMES.index("B")] = 1.0   # a tie of two wires
+    rep = layer_report(model, cfg)
+    n = conv.weight.shape[0] * conv.weight.shape[1]
+    assert [r["layer"] for r in rep] == ["features.0", "features.2", "logic.0"]
+    assert rep[0] == {"layer": "features.0", "gates": n, "copies": 28 * 28, "wires": n - 1,
+                      "near_tie_share": 1 / n, "fixed_from": 5}
+    assert rep[1]["copies"] == 14 * 14 and rep[1]["wires"] == rep[1]["gates"]
+    assert rep[1]["fixed_from"] is None
+    assert rep[2]["copies"] == 1 and rep[2]["gates"] == 20 and rep[2]["wires"] == 20
+    assert rep[2]["near_tie_share"] == pytest.approx(1 / 20)
+
+
 def test_checkpoint_from_another_architecture_or_corrupt(zero_one, tmp_path):
     cfg, data = zero_one
     train(LogicTrainConfig(**{**cfg.__dict__, "iters": 40}), checkpoint=tmp_path / "c.pt",

@@ -210,8 +210,8 @@ def _checkpoint_of(out: Path) -> Path:
 def run_train(cfg, rd, out: Path, log=print) -> str:
     """Train (resumable through ``<out>.checkpoint.pt``), extract, simplify, save, score."""
     from kairo.logic._layers import fused_available
-    from kairo.logic._model import (describe_branch, image_bits, load_data, predict,
-                                    snapshot_path, to_circuit, train)
+    from kairo.logic._model import (describe_branch, image_bits, layer_report, load_data,
+                                    predict, snapshot_path, to_circuit, train)
     from kairo.logic._simplify import simplify
 
     ckpt = _checkpoint_of(out)
@@ -236,6 +236,7 @@ def run_train(cfg, rd, out: Path, log=print) -> str:
                "history": res["history"], "train_seconds": res["seconds"],
                "iters_per_s": res["iters_per_s"], "resumed_from": res["resumed_from"],
                "kept_iter": kept, "branch": res["branch"],
+               "layers": layer_report(model, cfg),
                "backend": ("fused" if cfg.backend == "fused" or
                            (cfg.backend == "auto" and fused_available()) else "torch")}
     rd.write_json("metrics.json", metrics)

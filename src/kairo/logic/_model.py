@@ -16,7 +16,7 @@ from kairo._errors import ConfigError, DataError, KairoError
 from kairo._runs import atomic_write
 from kairo.logic._circuit import Circuit
 from kairo.logic._commands import LogicTrainConfig
-from kairo.logic._gates import GATE_NAMES
+from kairo.logic._gates import GATE_NAMES, N_GATES
 from kairo.logic._layers import (Binarize, GroupSum, LogicConv2d, LogicDense, OrPooling2d,
                                   fused_threads)
 
@@ -389,6 +389,31 @@ def train(cfg: LogicTrainConfig, *, checkpoint=None, data=None, log=print,
     return {"model": model, "history": history, "resumed_from": resumed, "seconds": secs,
             "iters_per_s": (cfg.iters - start) / secs if secs > 0 else float("nan"),
             "kept_iter": kept, "branch": branch}
+
+
+WIRE_OPS = (GATE_NAMES.index("A"), GATE_NAMES.index("B"))      # gates that are wires
+
+
+def layer_report(model: LogicNet, cfg: LogicTrainConfig, tie: float = 0.05) -> list[dict]:
+    """Per gate layer: its gates, how many are wires (A or B: the simplifier removes them),
+    how many copies of each the circuit holds (positions of a conv layer), and the share whose
+    two largest logits lie within ``tie`` (undecided gates: the relaxed network mixes two
+    gates there that the circuit cannot). The last is where a discretization gap comes from."""
+    out, side = [], model.side
+    for i, layer in enumerate(model.gate_layers()):
+        w = layer.weight.detach().reshape(-1, N_GATES)
+        top = w.topk(2, dim=-1).values
+        ops = layer.ops().reshape(-1)
+        copies = 1
+        if isinstance(layer, LogicConv2d):
+            ho, wo = layer.out_size(side, side)
+            copies, side = ho * wo, ho // 2                  # each conv is followed by 2×2 pooling
+        name = next(n for n, m in model.named_modules() if m is layer)
+        out.append({"layer": name, "gates": int(ops.size), "copies": int(copies),
+                    "wires": int(np.isin(ops, WIRE_OPS).sum()),
+                    "near_tie_share": int(((top[:, 0] - top[:, 1]) < tie).sum()) / len(top),
+                    "fixed_from": int(cfg.fix_at[i]) if i < len(cfg.fix_at) else None})
+    return out
 
 
 # ---------------------------------------------------------------------------- circuits
