@@ -346,19 +346,31 @@ def test_arch_and_config_errors():
 
 @pytest.mark.parametrize("kernels,stride", [((8, 5, 3), 1), ((7, 4, 3), 1), ((8, 5, 3), 3)])
 def test_resnet_block_is_same_padded_convolution(kernels, stride):
-    """Each conv sees (k-1)//2 zeros on the left and k//2 on the right, for odd and even k."""
+    """Each conv sees (k-1)//2 zeros on the left and k//2 on the right, for odd and even k;
+    in eval mode the batch norms folded into the convs give what conv → batch norm gives."""
     import torch.nn.functional as F
 
     torch.manual_seed(12)
-    enc = ResNet1D(3, d=4, blocks=1, kernel_sizes=kernels, stride=stride).eval()
+    enc = ResNet1D(3, d=4, blocks=1, kernel_sizes=kernels, stride=stride)
     block = enc.blocks[0]
+    with torch.no_grad():           # batch norms that are not the identity at eval time
+        for bn in [m for m in enc.modules() if isinstance(m, torch.nn.BatchNorm1d)]:
+            bn.running_mean.normal_()
+            bn.running_var.uniform_(0.5, 2.0)
+            bn.weight.uniform_(0.5, 1.5)
+            bn.bias.normal_()
     x = torch.randn(2, 3, 23)
-    y = x
-    for i, (conv, bn, k) in enumerate(zip(block.convs, block.norms, kernels)):
-        y = bn(F.conv1d(F.pad(y, ((k - 1) // 2, k // 2)), conv.weight,
-                        stride=stride if i == 0 else 1))
-        y = F.relu(y) if i < len(kernels) - 1 else y
-    ref = F.relu(y + block.shortcut(x))
-    out, _ = enc(x)
-    assert out.shape == (2, -(-23 // stride), 4)            # one block: width d
-    torch.testing.assert_close(out, ref.transpose(1, 2), atol=1e-5, rtol=1e-5)
+    for train in (False, True):
+        enc.train(train)
+        y = x
+        for i, (conv, bn, k) in enumerate(zip(block.convs, block.norms, kernels)):
+            y = bn(F.conv1d(F.pad(y, ((k - 1) // 2, k // 2)), conv.weight,
+                            stride=stride if i == 0 else 1))
+            y = F.relu(y) if i < len(kernels) - 1 else y
+        ref = F.relu(y + block.shortcut(x))
+        out, _ = enc(x)
+        assert out.shape == (2, -(-23 // stride), 4)            # one block: width d
+        torch.testing.assert_close(out, ref.transpose(1, 2), atol=1e-5, rtol=1e-5)
+    enc.eval()              # the folded path stays differentiable (e.g. for saliency)
+    enc(x.requires_grad_())[0].sum().backward()
+    assert x.grad.abs().sum() > 0 and block.convs[0].weight.grad.abs().sum() > 0

@@ -89,16 +89,36 @@ class _ResBlock(nn.Module):
             x = x * m_in
         y = x
         last = len(self.convs) - 1
+        fuse = not self.training      # inference: batch norm folded into the conv, one pass less
         for i, (conv, bn, k) in enumerate(zip(self.convs, self.norms, self.kernel_sizes)):
             if i and m_out is not None:
                 y = y * m_out
             # 'same' padding for any k (PyTorch's padding="same" refuses stride > 1)
             if k % 2 == 0:
                 y = F.pad(y, (0, 1))
-            y = bn(conv(y))
+            y = _conv_bn_eval(conv, bn, y) if fuse else bn(conv(y))
+            # in place: batch norm's backward needs its input, not its output, and a fresh
+            # [B, C, T] buffer per activation is a measurable share of a CPU step
             if i < last:
-                y = F.relu(y)
-        return F.relu(y + self.shortcut(x)), mask
+                y = F.relu_(y)
+        if fuse and isinstance(self.shortcut, nn.Sequential):
+            short = _conv_bn_eval(self.shortcut[0], self.shortcut[1], x)
+        else:
+            short = self.shortcut(x)
+        return F.relu_(y.add_(short)), mask
+
+
+def _conv_bn_eval(conv: nn.Conv1d, bn: nn.BatchNorm1d, x: torch.Tensor) -> torch.Tensor:
+    """bn(conv(x)) with eval-mode batch norm folded into the conv's weights and bias (equal up
+    to float rounding; the folded weights are recomputed per call, a few µs, so nothing goes
+    stale after training or loading)."""
+    # by hand: torch.nn.utils.fusion returns detached Parameters; this stays differentiable
+    scale = bn.weight * torch.rsqrt(bn.running_var + bn.eps)
+    bias = bn.bias - bn.running_mean * scale
+    if conv.bias is not None:
+        bias = bias + conv.bias * scale
+    return F.conv1d(x, conv.weight * scale[:, None, None], bias, conv.stride, conv.padding,
+                    conv.dilation, conv.groups)
 
 
 class ResNet1D(nn.Module):
