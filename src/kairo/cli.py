@@ -89,6 +89,9 @@ _HELP = {
     "format": "json, c or verilog",
     "output": "file to write (its folder must exist)",
     "backends": "comma-separated: numpy, c, verilog",
+    "simulator": "Verilog simulator: auto (Icarus Verilog if installed, else Verilator), "
+                 "iverilog, or verilator (compiled: slower to build, much faster on circuits "
+                 "of ~100k gates)",
 }
 
 

@@ -57,12 +57,29 @@ def test_verify_all_backends_bit_exact(trained, tmp_path, data_dir, capsys):
     assert v["backends"]["verilog"]["samples"] == 300
 
 
+def test_verify_with_verilator(trained, tmp_path, data_dir):
+    from netlists import HAVE_VERILATOR
+
+    if not HAVE_VERILATOR:
+        pytest.skip("Verilator >= 5 missing: apt-get install verilator")
+    out = tmp_path / "verify"
+    assert main(["--data-dir", str(data_dir), "logic", "verify", "--circuit",
+                 str(trained / "circuit.json"), "--backends", "verilog", "--simulator",
+                 "verilator", "--verilog-samples", "100", "--out", str(out)]) == 0
+    v = json.loads((out / "verify.json").read_text())
+    assert v["all_bit_exact"] and v["backends"]["verilog"] == {
+        "samples": 100, "bit_exact": True, "simulator": "verilator"}
+
+
 @pytest.mark.parametrize("argv, fragment", [
     (["logic", "train", "--kernels", "4", "--conv-blocks", "5"], "conv block 5 of conv_blocks=5"),
     (["logic", "train", "--kernels", "4", "--backend", "gpu"], "backend must be one of"),
     (["logic", "train", "--classes", "0,1,2", "--hidden", "100"], "class groups do not divide"),
     (["logic", "train", "--iters", "100", "--snapshots", "100"], "snapshots must be iterations"),
     (["logic", "train", "--snapshots", "5k"], "snapshots"),
+    (["logic", "train", "--iters", "100", "--fix-at", "100"], "fix_at must be iterations"),
+    (["logic", "verify", "--circuit", "x.json", "--simulator", "modelsim"],
+     "simulator must be one of auto, iverilog, verilator"),
     (["logic", "export", "--circuit", "/no/such.json", "--format", "c", "--output", "x.c"],
      "does not exist"),
     (["logic", "export", "--circuit", "x.json", "--format", "vhdl", "--output", "x.v"],

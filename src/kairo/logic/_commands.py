@@ -19,6 +19,7 @@ PAIRINGS = ("random", "unique")       # kept equal to kairo.logic._layers (torch
 GATE_MODES = ("soft", "gumbel", "hard")
 EXPORT_FORMATS = ("json", "c", "verilog")
 BACKENDS = ("numpy", "c", "verilog")
+SIMULATORS = ("auto", "iverilog", "verilator")
 
 
 @dataclass(frozen=True)
@@ -190,6 +191,7 @@ class VerifyConfig:
     backends: tuple[str, ...] = BACKENDS
     samples: int = 0                  # MNIST test images to check (0: all 10,000)
     verilog_samples: int = 2000       # the event-driven simulator is slow; a prefix of them
+    simulator: str = "auto"           # auto (Icarus first), iverilog, verilator
     data_dir: str | None = None
 
     def __post_init__(self):
@@ -200,6 +202,9 @@ class VerifyConfig:
                 raise ConfigError(f"unknown back end {b!r}; expected any of {', '.join(BACKENDS)}")
         if self.samples < 0 or self.verilog_samples < 0:
             raise ConfigError("samples must be ≥ 0")
+        if self.simulator not in SIMULATORS:
+            raise ConfigError(f"simulator must be one of {', '.join(SIMULATORS)}; got "
+                              f"{self.simulator!r}")
 
 
 def _checkpoint_of(out: Path) -> Path:
@@ -327,8 +332,8 @@ def run_verify(cfg: VerifyConfig, log=print) -> dict:
             extra = {"width": comp.width}
         else:
             n = min(len(y), cfg.verilog_samples or len(y))
-            out, pred = be.simulate_verilog(circ, bits[:n])
-            extra = {"simulator": be.find_simulator()}
+            out, pred = be.simulate_verilog(circ, bits[:n], simulator=cfg.simulator)
+            extra = {"simulator": be.find_simulator(cfg.simulator)}
         ok = bool(np.array_equal(out, ref_out[:n]) and np.array_equal(pred, ref_pred[:n]))
         res["backends"][name] = {"samples": int(n), "bit_exact": ok, **extra}
         log(f"{name}: {n} samples, {'bit-exact' if ok else 'MISMATCH'}")
