@@ -356,6 +356,15 @@ def test_simulators_read_outputs_wider_than_8192_bits(sim):
     np.testing.assert_array_equal(pred, c.predict(x))
 
 
+def test_verilator_binary_runs_with_the_hard_stack_limit():
+    """A ~100k-gate netlist's Verilator eval overflows an 8 MiB stack; the simulation binary
+    is started with its stack limit raised to the hard limit."""
+    hard = subprocess.run(["sh", "-c", "ulimit -Hs"], capture_output=True, text=True).stdout
+    got = subprocess.run(["sh", "-c", "ulimit -s"], capture_output=True, text=True,
+                         preexec_fn=B._raise_stack_limit).stdout
+    assert got == hard
+
+
 @needs_verilator
 def test_verilog_lint_clean(circ, tmp_path):
     for k, votes in ((0, 0), (3, 0), (0, 3), (2, 1)):

@@ -1623,6 +1623,16 @@ def _hex_bits(tokens: list[str], n_bits: int) -> np.ndarray:
     return bits[:, ::-1][:, :n_bits].astype(bool)
 
 
+def _raise_stack_limit() -> None:
+    """In the Verilator binary's process: stack limit up to the hard limit. Verilator's eval
+    of a ~100k-gate netlist overflows the usual 8 MiB stack (a segfault, exit -11)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
+    if soft != hard:
+        resource.setrlimit(resource.RLIMIT_STACK, (hard, hard))
+
+
 def simulate_verilog(circuit: Circuit, x, *, simulator: str = "auto", pipeline: int = 0,
                      pipeline_votes: int = 0, with_scores: bool = False,
                      timeout: float | None = None):
@@ -1666,7 +1676,9 @@ def simulate_verilog(circuit: Circuit, x, *, simulator: str = "auto", pipeline: 
         for cmd in steps:
             try:
                 r = subprocess.run(cmd, cwd=d, capture_output=True, text=True,
-                                   timeout=timeout)
+                                   timeout=timeout,
+                                   preexec_fn=_raise_stack_limit if cmd[0].endswith("Vtb")
+                                   else None)
             except OSError as exc:
                 raise KairoError(f"could not run {cmd[0]} ({exc}): install it with `"
                                  f"{IVERILOG_INSTALL if sim == 'iverilog' else VERILATOR_INSTALL}`"
