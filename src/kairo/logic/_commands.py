@@ -332,8 +332,9 @@ def run_verify(cfg: VerifyConfig, log=print) -> dict:
             extra = {"width": comp.width}
         else:
             n = min(len(y), cfg.verilog_samples or len(y))
-            out, pred = be.simulate_verilog(circ, bits[:n], simulator=cfg.simulator)
-            extra = {"simulator": be.find_simulator(cfg.simulator)}
+            sim = be.find_simulator(cfg.simulator)
+            out, pred = be.simulate_verilog(circ, bits[:n], simulator=sim)
+            extra = {"simulator": sim}
         ok = bool(np.array_equal(out, ref_out[:n]) and np.array_equal(pred, ref_pred[:n]))
         res["backends"][name] = {"samples": int(n), "bit_exact": ok, **extra}
         log(f"{name}: {n} samples, {'bit-exact' if ok else 'MISMATCH'}")

@@ -399,17 +399,19 @@ def layer_report(model: LogicNet, cfg: LogicTrainConfig, tie: float = 0.05) -> l
     how many copies of each the circuit holds (positions of a conv layer), and the share whose
     two largest logits lie within ``tie`` (undecided gates: the relaxed network mixes two
     gates there that the circuit cannot). The last is where a discretization gap comes from."""
-    out, side = [], model.side
+    names = {m: n for n, m in model.named_modules()}
+    copies, side = {}, model.side
+    for m in model.features:                 # conv → pooling blocks, sizes as they go
+        if isinstance(m, LogicConv2d):
+            ho, wo = m.out_size(side, side)
+            copies[m] = ho * wo
+        side = m.out_size(side, side)[0]
+    out = []
     for i, layer in enumerate(model.gate_layers()):
-        w = layer.weight.detach().reshape(-1, N_GATES)
-        top = w.topk(2, dim=-1).values
+        top = layer.weight.detach().reshape(-1, N_GATES).topk(2, dim=-1).values
         ops = layer.ops().reshape(-1)
-        copies = 1
-        if isinstance(layer, LogicConv2d):
-            ho, wo = layer.out_size(side, side)
-            copies, side = ho * wo, ho // 2                  # each conv is followed by 2×2 pooling
-        name = next(n for n, m in model.named_modules() if m is layer)
-        out.append({"layer": name, "gates": int(ops.size), "copies": int(copies),
+        out.append({"layer": names[layer], "gates": int(ops.size),
+                    "copies": int(copies.get(layer, 1)),
                     "wires": int(np.isin(ops, WIRE_OPS).sum()),
                     "near_tie_share": int(((top[:, 0] - top[:, 1]) < tie).sum()) / len(top),
                     "fixed_from": int(cfg.fix_at[i]) if i < len(cfg.fix_at) else None})
