@@ -344,6 +344,39 @@ def test_arch_and_config_errors():
         model(torch.randn(1, 2, 10))
 
 
+def test_resnet_runs_channels_last_and_keeps_conv1d_state_dict():
+    """The blocks compute on [B, C, 1, T] channels-last activations (the faster oneDNN layout),
+    in training and eval, with and without a mask; the modules and state dict stay those of
+    Conv1d / BatchNorm1d, so the tokens equal a plain Conv1d forward with the same weights."""
+    import torch.nn.functional as F
+
+    torch.manual_seed(3)
+    enc = ResNet1D(2, d=4, blocks=2)
+    seen = []
+    for b in enc.blocks:
+        b.register_forward_hook(lambda m, i, o: seen.append(
+            o[0].dim() == 4 and o[0].is_contiguous(memory_format=torch.channels_last)))
+    x, mask = torch.randn(3, 2, 17), _mask([17, 9, 4], 17)
+    for train in (True, False):
+        enc.train(train)
+        for m in (None, mask):
+            tok, _ = enc(x, m)
+            assert tok.is_contiguous()
+    assert seen and all(seen)
+    sd = enc.state_dict()
+    assert sd["blocks.0.convs.0.weight"].shape == (4, 2, 8)
+    assert all(isinstance(n, torch.nn.BatchNorm1d) for b in enc.blocks for n in b.norms)
+    enc.eval()
+    y = x
+    for blk in enc.blocks:                      # the same block, on [B, C, T] with F.conv1d
+        z = y
+        for i, (conv, bn, k) in enumerate(zip(blk.convs, blk.norms, blk.kernel_sizes)):
+            z = bn(F.conv1d(F.pad(z, ((k - 1) // 2, k // 2)), conv.weight))
+            z = F.relu(z) if i < 2 else z
+        y = F.relu(z + blk.shortcut(y))
+    torch.testing.assert_close(enc(x)[0], y.transpose(1, 2), atol=1e-5, rtol=1e-5)
+
+
 @pytest.mark.parametrize("kernels,stride", [((8, 5, 3), 1), ((7, 4, 3), 1), ((8, 5, 3), 3)])
 def test_resnet_block_is_same_padded_convolution(kernels, stride):
     """Each conv sees (k-1)//2 zeros on the left and k//2 on the right, for odd and even k;

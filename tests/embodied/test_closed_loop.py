@@ -144,9 +144,14 @@ def test_trials_in_parallel_processes(data_dir):
 
 def test_trials_ray_executor_needs_ray(data_dir):
     pytest.importorskip("ray", reason="Ray is not installed (pip install 'kairo[ray]')")
+    import signal
+
     cfg = TrialsConfig(n=1, controllers=("constant",), duration=SHORT, workers=1,
                        executor="ray", data_dir=str(data_dir))
+    before = signal.getsignal(signal.SIGTERM)
     assert len(run_trials(cfg)["trials"]) == 1
+    # ray.init installs its own SIGTERM handler; kairo puts the caller's back
+    assert signal.getsignal(signal.SIGTERM) is before
 
 
 def test_missing_flygym_gives_the_install_command(monkeypatch, cfg):

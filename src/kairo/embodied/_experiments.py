@@ -13,6 +13,8 @@ import dataclasses
 import functools
 import math
 import os
+import signal
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -563,8 +565,16 @@ def _run_ray(fly: dict, jobs: list[dict], workers: int, progress_bar) -> list[di
 
     started = not ray.is_initialized()
     if started:
-        ray.init(address=os.environ.get("RAY_ADDRESS"), num_cpus=None if os.environ.get(
-            "RAY_ADDRESS") else workers, include_dashboard=False, log_to_driver=False)
+        # ray.init replaces the process's SIGTERM handler with its own sys.exit and never
+        # restores it: put back the caller's (kairo's CLI unwinds results folders on SIGTERM)
+        main = threading.current_thread() is threading.main_thread()
+        term = signal.getsignal(signal.SIGTERM) if main else None
+        try:
+            ray.init(address=os.environ.get("RAY_ADDRESS"), num_cpus=None if os.environ.get(
+                "RAY_ADDRESS") else workers, include_dashboard=False, log_to_driver=False)
+        finally:
+            if main and term is not None:
+                signal.signal(signal.SIGTERM, term)
     try:
         remote = ray.remote(num_cpus=1)(_trial_job)
         refs = [remote.remote(fly, j) for j in jobs]
