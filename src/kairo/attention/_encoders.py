@@ -65,7 +65,8 @@ class _BatchNormCL(nn.BatchNorm1d):
 
 
 def _conv(conv: nn.Conv1d, x: torch.Tensor, weight=None, bias=None) -> torch.Tensor:
-    """A Conv1d applied to channels-last x [B, C, 1, T] as the conv2d it is inside PyTorch."""
+    """A Conv1d applied to channels-last x [B, C, 1, T] as the conv2d it is inside PyTorch
+    (stride and padding carried over; the ResNet's convs use no dilation and one group)."""
     w = conv.weight if weight is None else weight
     b = conv.bias if weight is None else bias
     w = w.unsqueeze(2).contiguous(memory_format=torch.channels_last)
