@@ -116,10 +116,17 @@ _TSC_HELP = {
     "model": "a model.pt written by kairo tsc train",
     "input": "series to classify: .ts, .csv or .npz/.npy",
     "seeds": "training seeds per configuration",
+    "first_seed": "the first training seed (seeds run first_seed, first_seed+1, …)",
     "reuse": "runs.csv of an earlier compare-pooling/benchmark run (the grid is not retrained)",
     "refit": "train the chosen configuration again on the whole training split (no hold-out, "
              "all epochs) and report those runs",
     "samples": "comma-separated series indices",
+    "jitter": "augmentation: sd of Gaussian noise added to each training batch (z units); 0 = off",
+    "scaling": "augmentation: sd of a per-series, per-channel amplitude factor around 1; 0 = off",
+    "time_warp": "augmentation: sd of the log speed of a random smooth time map per series "
+                 "(Um et al. 2017); 0 = off",
+    "crop": "augmentation: window slicing, the fraction of each series cut off before it is "
+            "stretched back to full length (Le Guennec et al. 2016); 0 = off",
     "schedule": "learning rate: cosine (after warm-up), onecycle, constant, or plateau (× "
                 "plateau_factor after plateau_patience epochs without a lower loss: validation "
                 "loss, or training loss when there is no hold-out; floor min_lr)",

@@ -113,11 +113,14 @@ def test_compare_pooling_and_benchmark_reuse(tmp_path):
     assert r2.selection_test == pytest.approx(row.kairo)
 
     # one configuration and refit: nothing to choose, so only the refit runs are trained
+    # (here with augmentation and seeds from 3)
     one = tmp_path / "one"
     assert main(["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--encoders", "resnet",
-                 "--pools", "max", "--seeds", "1", "--workers", "1", "--epochs", "2",
-                 "--d-model", "8", "--layers", "1", "--out", str(one)]) == 0
+                 "--pools", "max", "--seeds", "1", "--first-seed", "3", "--workers", "1",
+                 "--epochs", "2", "--d-model", "8", "--layers", "1", "--time-warp", "0.2",
+                 "--crop", "0.1", "--out", str(one)]) == 0
     assert not (one / "runs.csv").exists()
+    assert set(pd.read_csv(one / "refit_runs.csv").seed) == {3}
     r3 = pd.read_csv(one / "benchmark.csv").iloc[0]
     assert r3["pool"] == "max" and r3.n == 1 and 0 <= r3.kairo <= 1
 
@@ -147,6 +150,8 @@ def test_pooling_tests_known_values():
     (["tsc", "encodings", "--d", "7"], "even"),
     (["tsc", "train", "--train-file", "x.npz"], "--test-file"),
     (["tsc", "compare-pooling", "--pools", "mean,median"], "subset of"),
+    (["tsc", "benchmark", "--first-seed", "-1"], "first_seed ≥ 0"),
+    (["tsc", "train", "--crop", "1.0"], "train field 'crop'"),
     (["tsc", "evaluate", "--model", "/no/such/model.pt"], "model.pt"),
 ])
 def test_bad_input_gets_a_clear_error(argv, fragment, tmp_path, capsys):

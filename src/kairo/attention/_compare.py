@@ -26,6 +26,7 @@ _GRID = [("datasets", tuple[str, ...], field(default=("GunPoint", "ArrowHead",
          ("encoders", tuple[str, ...], field(default=ENCODERS)),
          ("pools", tuple[str, ...], field(default=POOLS)),
          ("seeds", int, field(default=5)),
+         ("first_seed", int, field(default=0)),      # seeds first_seed … first_seed+seeds-1
          ("workers", int, field(default=0)),          # processes; 0 = one per core
          ("mnist1d_length", int, field(default=40))]
 
@@ -38,8 +39,9 @@ def _check_grid(cfg) -> None:
                               f"got {', '.join(getattr(cfg, name)) or 'nothing'}")
     if not cfg.datasets:
         raise ConfigError("datasets: name at least one (see `kairo tsc list`)")
-    if cfg.seeds < 1 or cfg.workers < 0:
-        raise ConfigError(f"seeds must be ≥ 1 and workers ≥ 0, got {cfg.seeds}, {cfg.workers}")
+    if cfg.seeds < 1 or cfg.workers < 0 or cfg.first_seed < 0:
+        raise ConfigError(f"seeds must be ≥ 1, first_seed ≥ 0 and workers ≥ 0, got "
+                          f"{cfg.seeds}, {cfg.first_seed}, {cfg.workers}")
 
 
 CompareConfig = _flat("CompareConfig", ModelConfig, TrainConfig, extra=_GRID,
@@ -102,7 +104,7 @@ def _jobs(cfg, combos, datasets=None, **train_overrides) -> list[dict]:
     jobs = []
     for ds in datasets or cfg.datasets:
         for enc, pool in (combos[ds] if isinstance(combos, dict) else combos):
-            for seed in range(cfg.seeds):
+            for seed in range(cfg.first_seed, cfg.first_seed + cfg.seeds):
                 m = dataclasses.replace(mcfg, encoder=enc, pool=pool)
                 t = dataclasses.replace(tcfg, seed=seed, threads=1, **train_overrides)
                 jobs.append({"dataset": ds, "model": dataclasses.asdict(m),

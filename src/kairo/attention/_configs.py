@@ -114,6 +114,10 @@ class TrainConfig:
     znorm: bool = True                # z-normalize each series and channel (also at predict)
     label_smoothing: float = 0.0
     max_grad_norm: float = 1.0        # clip the gradient norm; 0 = no clipping
+    jitter: float = 0.0               # augmentation: added Gaussian noise sd (z units); 0 = off
+    scaling: float = 0.0              # augmentation: per-series amplitude factor 1 + N(0, sd²)
+    time_warp: float = 0.0            # augmentation: log-speed sd of a random smooth time map
+    crop: float = 0.0                 # augmentation: window slicing, fraction cut off (< 1)
     checkpoint_every: int = 10        # epochs between checkpoints (when a path is given)
     threads: int = 0                  # torch CPU threads; 0 = torch's default
     device: str = "cpu"               # cpu, cuda, auto (cuda when available)
@@ -152,6 +156,9 @@ class TrainConfig:
         need("znorm", lambda v: isinstance(v, bool), "true or false")
         need("label_smoothing", lambda v: is_num(v) and 0 <= v < 1, "a number in [0, 1)")
         need("max_grad_norm", lambda v: is_num(v) and v >= 0, "a number ≥ 0 (0 = no clipping)")
+        for name in ("jitter", "scaling", "time_warp"):
+            need(name, lambda v: is_num(v) and 0 <= v <= 10, "a number in [0, 10] (0 = off)")
+        need("crop", lambda v: is_num(v) and 0 <= v < 1, "a fraction in [0, 1) (0 = off)")
         need("checkpoint_every", lambda v: is_int(v) and v >= 1, "an integer ≥ 1")
         need("threads", lambda v: is_int(v) and v >= 0, "an integer ≥ 0 (0 = torch default)")
         need("device", lambda v: v in DEVICES, f"one of {', '.join(DEVICES)}")

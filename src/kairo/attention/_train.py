@@ -21,6 +21,7 @@ from torch import nn
 
 from kairo._errors import ConfigError, DataError, DataNotFoundError, KairoError
 from kairo._runs import atomic_write
+from kairo.attention._augment import augment, check_mask, is_active
 from kairo.attention._configs import SCHEDULES, TrainConfig
 from kairo.attention._data import TSData, _check_finite, stratified_split, znormalize
 
@@ -136,7 +137,8 @@ def _train_epoch(model, opt, sched, loss_fn, x, y, mask, order, cfg: TrainConfig
     for s, e in _batches(len(order), cfg.batch):
         idx = order[s:e]
         mb = None if mask is None else mask[idx]
-        loss = loss_fn(model(x[idx], mb), y[idx])                               # scalar
+        xb = augment(x[idx], mb, cfg) if is_active(cfg) else x[idx]            # [b, C, T]
+        loss = loss_fn(model(xb, mb), y[idx])                                   # scalar
         if not torch.isfinite(loss):
             raise KairoError(f"training diverged (loss {loss.item()}); lower lr (now {cfg.lr}) "
                              f"or raise max_grad_norm clipping (now {cfg.max_grad_norm})")
@@ -196,6 +198,10 @@ def fit(model_cfg, train_cfg: TrainConfig, data: TSData, *, checkpoint=None, log
     if not isinstance(data, TSData):
         raise KairoError(f"data must be a TSData (see load_dataset / from_arrays), got "
                          f"{type(data).__name__}")
+    if train_cfg.time_warp or train_cfg.crop:
+        why = check_mask(data.mask)
+        if why:
+            raise DataError(f"{data.name}: {why}")
     device = _device(train_cfg.device)
     old_threads = torch.get_num_threads()
     if train_cfg.threads:

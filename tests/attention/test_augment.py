@@ -1,0 +1,122 @@
+"""Training-time augmentation: each transform's invariants, masks, reproducibility, bad input."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from kairo._errors import ConfigError, DataError
+from kairo.attention._augment import augment, check_mask, is_active
+from kairo.attention._data import from_arrays
+from kairo.attention._model import ModelConfig
+from kairo.attention._train import TrainConfig, fit
+
+RESNET = ModelConfig(encoder="resnet", d_model=8, layers=1, pool="mean")
+QUIET = dict(log=lambda msg: None, progress_bar=False)
+
+
+def _cfg(**kw) -> TrainConfig:
+    return TrainConfig(**kw)
+
+
+def _ramp(b: int = 6, c: int = 2, t: int = 40) -> torch.Tensor:
+    """Series whose value is the step index (so a resampled value is its source position)."""
+    return torch.arange(t, dtype=torch.float32).expand(b, c, t).clone()
+
+
+@pytest.mark.parametrize("field, value", [("jitter", -0.1), ("scaling", float("nan")),
+                                          ("time_warp", 11.0), ("crop", 1.0), ("crop", -0.2),
+                                          ("jitter", True)])
+def test_bad_augmentation_settings_name_the_field(field, value):
+    with pytest.raises(ConfigError, match=f"train field '{field}'"):
+        TrainConfig(**{field: value})
+
+
+def test_all_off_is_inactive_and_tiny_settings_are_the_identity():
+    assert not is_active(_cfg())
+    assert all(is_active(_cfg(**{f: 0.1})) for f in ("jitter", "scaling", "time_warp", "crop"))
+    torch.manual_seed(0)
+    x = torch.randn(4, 3, 33)
+    for cfg in (_cfg(crop=1e-9), _cfg(time_warp=1e-9), _cfg(jitter=1e-9), _cfg(scaling=1e-9)):
+        torch.testing.assert_close(augment(x, None, cfg), x, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("warp, crop", [(0.5, 0.0), (0.0, 0.3), (0.5, 0.3)])
+def test_time_maps_are_monotone_resamplings_of_the_series_itself(warp, crop):
+    torch.manual_seed(1)
+    x = _ramp()
+    y = augment(x, None, _cfg(time_warp=warp, crop=crop))
+    assert y.shape == x.shape
+    assert (y.diff(dim=2) >= -1e-4).all()                    # time runs forward only
+    assert (y >= -1e-4).all() and (y <= x.shape[2] - 1 + 1e-4).all()
+    torch.testing.assert_close(y[:, 0], y[:, 1])             # one map per series, all channels
+    assert not torch.allclose(y[0], y[1])                    # a new map per series
+    if crop and not warp:
+        # window slicing: a straight window of (1 - crop) of the series, stretched to full
+        span = y[:, 0, -1] - y[:, 0, 0]
+        torch.testing.assert_close(span, torch.full_like(span, (1 - crop) * 39), atol=1e-3,
+                                   rtol=0)
+    if warp and not crop:
+        assert torch.allclose(y[:, :, 0], x[:, :, 0], atol=1e-4)    # ends stay put
+        assert torch.allclose(y[:, :, -1], x[:, :, -1], atol=1e-4)
+
+
+def test_time_maps_stay_inside_each_series_valid_steps():
+    torch.manual_seed(2)
+    lengths = torch.tensor([40, 25, 7, 1])
+    mask = torch.arange(40)[None, :] < lengths[:, None]                      # [4, 40]
+    x = _ramp(b=4, c=1) * mask[:, None, :]
+    y = augment(x, mask, _cfg(time_warp=0.6, crop=0.2, jitter=0.1))
+    assert (y[~mask[:, None, :].expand_as(y)] == 0).all()                    # padding stays 0
+    clean = augment(x, mask, _cfg(time_warp=0.6, crop=0.2))
+    for i, n in enumerate(lengths.tolist()):
+        v = clean[i, 0, :n]
+        assert (v >= -1e-4).all() and (v <= n - 1 + 1e-4).all()              # no padding read
+    assert check_mask(mask) is None
+    holes = mask.clone()
+    holes[1, 3] = False
+    assert "series [1]" in check_mask(holes)
+
+
+def test_jitter_and_scaling_statistics():
+    torch.manual_seed(3)
+    x = torch.ones(400, 2, 50)
+    noise = augment(x, None, _cfg(jitter=0.2)) - x
+    assert abs(noise.mean().item()) < 0.01 and noise.std().item() == pytest.approx(0.2, rel=0.02)
+    y = augment(x, None, _cfg(scaling=0.3))
+    factor = y[:, :, 0]                                                      # [400, 2]
+    torch.testing.assert_close(y, factor[:, :, None].expand_as(y))        # constant over time
+    assert factor.std().item() == pytest.approx(0.3, rel=0.1)
+    assert not torch.allclose(factor[:, 0], factor[:, 1])                    # per channel
+
+
+def _toy(n: int = 24, t: int = 30):
+    rng = np.random.default_rng(0)
+    y = np.arange(n) % 2
+    wave = np.sin(np.linspace(0, 3, t)[None, :] * (1 + y[:, None]))                # [n, t]
+    x = rng.normal(size=(n, 1, t)) + wave[:, None, :]
+    return from_arrays(x.astype(np.float32), y, name="toy")
+
+
+def test_augmented_fit_is_reproducible_and_differs_from_plain():
+    data = _toy()
+    cfg = TrainConfig(epochs=3, batch=8, threads=1, time_warp=0.3, crop=0.1, jitter=0.05,
+                      scaling=0.1)
+    a, b = fit(RESNET, cfg, data, **QUIET), fit(RESNET, cfg, data, **QUIET)
+    assert a["history"] == b["history"]
+    plain = fit(RESNET, dataclasses.replace(cfg, time_warp=0.0, crop=0.0, jitter=0.0,
+                                            scaling=0.0), data, **QUIET)
+    assert plain["history"][0]["train_loss"] != a["history"][0]["train_loss"]
+
+
+def test_time_maps_refuse_masks_with_holes():
+    data = _toy()
+    mask = np.ones((24, 30), dtype=bool)
+    mask[5, 2] = False
+    holes = from_arrays(data.x * mask[:, None, :], data.y, mask, name="holey")
+    with pytest.raises(DataError, match="holey: series \\[5\\] have padding before valid"):
+        fit(RESNET, TrainConfig(epochs=1, time_warp=0.2), holes, **QUIET)
+    fit(RESNET, TrainConfig(epochs=1, batch=8, jitter=0.1, threads=1), holes, **QUIET)
