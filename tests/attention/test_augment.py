@@ -120,3 +120,42 @@ def test_time_maps_refuse_masks_with_holes():
     with pytest.raises(DataError, match="holey: series \\[5\\] have padding before valid"):
         fit(RESNET, TrainConfig(epochs=1, time_warp=0.2), holes, **QUIET)
     fit(RESNET, TrainConfig(epochs=1, batch=8, jitter=0.1, threads=1), holes, **QUIET)
+
+
+def test_augmented_run_resumes_to_the_uninterrupted_result(tmp_path, monkeypatch):
+    import kairo.attention._train as T
+
+    data = _toy()
+    cfg = TrainConfig(epochs=4, batch=8, threads=1, checkpoint_every=2, time_warp=0.3,
+                      crop=0.1, jitter=0.05)
+    full = fit(RESNET, cfg, data, **QUIET)
+    real, calls = T._train_epoch, []
+
+    def dies_in_epoch_3(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(T, "_train_epoch", dies_in_epoch_3)
+    with pytest.raises(KeyboardInterrupt):
+        fit(RESNET, cfg, data, checkpoint=tmp_path / "run.pt", **QUIET)
+    monkeypatch.setattr(T, "_train_epoch", real)
+    again = fit(RESNET, cfg, data, checkpoint=tmp_path / "run.pt", **QUIET)
+    assert again["resumed_from"] == 2 and again["history"] == full["history"]
+
+
+def test_checkpoint_from_before_augmentation_resumes_as_unaugmented(tmp_path):
+    data = _toy()
+    ckpt = tmp_path / "old.pt"
+    cfg = TrainConfig(epochs=2, batch=8, threads=1, checkpoint_every=1)
+    fit(RESNET, cfg, data, checkpoint=ckpt, **QUIET)
+    state = torch.load(ckpt, weights_only=True)
+    for name in ("jitter", "scaling", "time_warp", "crop"):       # as written before they existed
+        del state["run"]["train_config"][name]
+    state["epoch"], state["finished"], state["history"] = 1, False, state["history"][:1]
+    torch.save(state, ckpt)
+    with pytest.raises(DataError, match=r"'time_warp': \(0\.0, 0\.2\)"):
+        fit(RESNET, dataclasses.replace(cfg, time_warp=0.2), data, checkpoint=ckpt, **QUIET)
+    again = fit(RESNET, cfg, data, checkpoint=ckpt, **QUIET)
+    assert again["resumed_from"] == 1 and [h["epoch"] for h in again["history"]] == [1, 2]

@@ -319,7 +319,10 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, log, progress_
 
 def _check_resume(path: Path, saved: dict, now: dict) -> None:
     problems = []
-    tc = {k: v for k, v in _diff(saved["train_config"], now["train_config"]).items()
+    # a field missing from an older checkpoint did not exist then: the run used its default
+    # (e.g. no augmentation)
+    old = {**dataclasses.asdict(TrainConfig()), **saved["train_config"]}
+    tc = {k: v for k, v in _diff(old, now["train_config"]).items()
           if k not in _RESUME_FREE}
     for what, diff in (("training options", tc), ("architecture", _diff(saved["arch"],
                                                                         now["arch"])),
