@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from kairo.attention._compare import resnet_test
 from kairo.cli import main
 
 FAST = ["--epochs", "4", "--d-model", "16", "--n-heads", "2", "--layers", "1",
@@ -110,6 +111,8 @@ def test_compare_pooling_and_benchmark_reuse(tmp_path):
     assert rr.val_accuracy.isna().all() and (rr.epochs_run == 2).all()
     r2 = pd.read_csv(refit / "benchmark.csv").iloc[0]
     assert r2.kairo == pytest.approx(rr.test_accuracy.mean())
+    assert r2["ResNet (Fawaz 2019)"] == pytest.approx(0.9615, abs=1e-4)
+    assert r2["p vs ResNet"] == pytest.approx(resnet_test(rr.test_accuracy, "ItalyPowerDemand"))
     assert r2.selection_test == pytest.approx(row.kairo)
 
     # one configuration and refit: nothing to choose, so only the refit runs are trained
@@ -123,6 +126,26 @@ def test_compare_pooling_and_benchmark_reuse(tmp_path):
     assert set(pd.read_csv(one / "refit_runs.csv").seed) == {3}
     r3 = pd.read_csv(one / "benchmark.csv").iloc[0]
     assert r3["pool"] == "max" and r3.n == 1 and 0 <= r3.kairo <= 1
+
+
+def test_resnet_reference_runs_and_welch_test():
+    from kairo.attention._published import RESNET_FAWAZ2019, RESNET_FAWAZ2019_RUNS
+
+    # the means of Fawaz et al.'s five runs are the figures the issue quotes
+    quoted = {"OSULeaf": 0.980, "ACSF1": 0.916, "ArrowHead": 0.838, "GunPoint": 0.991}
+    assert {ds: round(RESNET_FAWAZ2019[ds], 3) for ds in quoted} == quoted
+    assert all(len(r) == 5 for r in RESNET_FAWAZ2019_RUNS.values())
+    ref = np.array(RESNET_FAWAZ2019_RUNS["ArrowHead"])
+    assert resnet_test(ref, "ArrowHead") == pytest.approx(1.0)
+    # Welch's t and Welch-Satterthwaite degrees of freedom, by hand
+    acc = np.array([0.85, 0.86, 0.87, 0.84])
+    va, vb = acc.var(ddof=1) / 4, ref.var(ddof=1) / 5
+    t = (acc.mean() - ref.mean()) / np.sqrt(va + vb)
+    dof = (va + vb) ** 2 / (va ** 2 / 3 + vb ** 2 / 4)
+    from scipy.stats import t as student
+    assert resnet_test(acc, "ArrowHead") == pytest.approx(2 * student.sf(abs(t), dof))
+    assert np.isnan(resnet_test(acc, "BasicMotions")) and np.isnan(resnet_test([0.9], "ACSF1"))
+    assert np.isnan(resnet_test([0.9, np.nan], "ACSF1"))
 
 
 def test_pooling_tests_known_values():
