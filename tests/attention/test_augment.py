@@ -18,10 +18,6 @@ RESNET = ModelConfig(encoder="resnet", d_model=8, layers=1, pool="mean")
 QUIET = dict(log=lambda msg: None, progress_bar=False)
 
 
-def _cfg(**kw) -> TrainConfig:
-    return TrainConfig(**kw)
-
-
 def _ramp(b: int = 6, c: int = 2, t: int = 40) -> torch.Tensor:
     """Series whose value is the step index (so a resampled value is its source position)."""
     return torch.arange(t, dtype=torch.float32).expand(b, c, t).clone()
@@ -36,11 +32,12 @@ def test_bad_augmentation_settings_name_the_field(field, value):
 
 
 def test_all_off_is_inactive_and_tiny_settings_are_the_identity():
-    assert not is_active(_cfg())
-    assert all(is_active(_cfg(**{f: 0.1})) for f in ("jitter", "scaling", "time_warp", "crop"))
+    assert not is_active(TrainConfig())
+    names = ("jitter", "scaling", "time_warp", "crop")
+    assert all(is_active(TrainConfig(**{f: 0.1})) for f in names)
     torch.manual_seed(0)
     x = torch.randn(4, 3, 33)
-    for cfg in (_cfg(crop=1e-9), _cfg(time_warp=1e-9), _cfg(jitter=1e-9), _cfg(scaling=1e-9)):
+    for cfg in (TrainConfig(**{f: 1e-9}) for f in names):
         torch.testing.assert_close(augment(x, None, cfg), x, atol=1e-5, rtol=0)
 
 
@@ -48,7 +45,7 @@ def test_all_off_is_inactive_and_tiny_settings_are_the_identity():
 def test_time_maps_are_monotone_resamplings_of_the_series_itself(warp, crop):
     torch.manual_seed(1)
     x = _ramp()
-    y = augment(x, None, _cfg(time_warp=warp, crop=crop))
+    y = augment(x, None, TrainConfig(time_warp=warp, crop=crop))
     assert y.shape == x.shape
     assert (y.diff(dim=2) >= -1e-4).all()                    # time runs forward only
     assert (y >= -1e-4).all() and (y <= x.shape[2] - 1 + 1e-4).all()
@@ -69,9 +66,9 @@ def test_time_maps_stay_inside_each_series_valid_steps():
     lengths = torch.tensor([40, 25, 7, 1])
     mask = torch.arange(40)[None, :] < lengths[:, None]                      # [4, 40]
     x = _ramp(b=4, c=1) * mask[:, None, :]
-    y = augment(x, mask, _cfg(time_warp=0.6, crop=0.2, jitter=0.1))
+    y = augment(x, mask, TrainConfig(time_warp=0.6, crop=0.2, jitter=0.1))
     assert (y[~mask[:, None, :].expand_as(y)] == 0).all()                    # padding stays 0
-    clean = augment(x, mask, _cfg(time_warp=0.6, crop=0.2))
+    clean = augment(x, mask, TrainConfig(time_warp=0.6, crop=0.2))
     for i, n in enumerate(lengths.tolist()):
         v = clean[i, 0, :n]
         assert (v >= -1e-4).all() and (v <= n - 1 + 1e-4).all()              # no padding read
@@ -84,9 +81,9 @@ def test_time_maps_stay_inside_each_series_valid_steps():
 def test_jitter_and_scaling_statistics():
     torch.manual_seed(3)
     x = torch.ones(400, 2, 50)
-    noise = augment(x, None, _cfg(jitter=0.2)) - x
+    noise = augment(x, None, TrainConfig(jitter=0.2)) - x
     assert abs(noise.mean().item()) < 0.01 and noise.std().item() == pytest.approx(0.2, rel=0.02)
-    y = augment(x, None, _cfg(scaling=0.3))
+    y = augment(x, None, TrainConfig(scaling=0.3))
     factor = y[:, :, 0]                                                      # [400, 2]
     torch.testing.assert_close(y, factor[:, :, None].expand_as(y))        # constant over time
     assert factor.std().item() == pytest.approx(0.3, rel=0.1)

@@ -134,10 +134,11 @@ def _train_epoch(model, opt, sched, loss_fn, x, y, mask, order, cfg: TrainConfig
     """One pass over the training series in ``order``; returns the mean training loss."""
     model.train()
     total, seen = 0.0, 0
+    aug = is_active(cfg)
     for s, e in _batches(len(order), cfg.batch):
         idx = order[s:e]
         mb = None if mask is None else mask[idx]
-        xb = augment(x[idx], mb, cfg) if is_active(cfg) else x[idx]            # [b, C, T]
+        xb = augment(x[idx], mb, cfg) if aug else x[idx]                        # [b, C, T]
         loss = loss_fn(model(xb, mb), y[idx])                                   # scalar
         if not torch.isfinite(loss):
             raise KairoError(f"training diverged (loss {loss.item()}); lower lr (now {cfg.lr}) "
