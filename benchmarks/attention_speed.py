@@ -442,6 +442,8 @@ def kairo_builders(length: int, n_classes: int) -> dict:
         "kairo_transformer_step_attn_dropout_0.1": kairo(0.1, encoder="transformer",
                                                          tokens="step", norm="pre"),
         "kairo_transformer_patch16": kairo(encoder="transformer", tokens="patch", patch=16),
+        "kairo_transformer_step_post": "ModelConfig(norm='post'): LayerNorm after each "
+                                       "residual branch, as nn.TransformerEncoderLayer's default",
         "kairo_transformer_step_dropout0": kairo(encoder="transformer", tokens="step",
                                                  norm="pre", dropout=0.0),
         "kairo_resnet": kairo(encoder="resnet", layers=3),
@@ -481,6 +483,7 @@ def kairo_acc_builders(resnet_ablation: bool = False) -> dict:
 
     out = {
         "kairo_transformer_step": kairo(encoder="transformer", tokens="step"),
+        "kairo_transformer_step_post": kairo(encoder="transformer", tokens="step", norm="post"),
         "kairo_resnet": kairo(encoder="resnet", layers=3),
         "kairo_resnet_identity_shortcut": kairo(encoder="resnet", layers=3, shortcut="identity"),
         "torch_encoder_same_size": lambda c, k, t: TorchEncoderClassifier(
@@ -497,13 +500,13 @@ def kairo_acc_builders(resnet_ablation: bool = False) -> dict:
     return out
 
 
-def accuracy_data(quick: bool) -> dict:
+def accuracy_data(quick: bool, names=None) -> dict:
     """GunPoint (50 train / 150 test, length 150) and MNIST-1D (4000 / 1000, length 40),
-    z-normalized per series."""
+    z-normalized per series (``names``: only these)."""
     from kairo.attention import load_dataset, znormalize
 
     out = {}
-    for name in ("GunPoint", "MNIST1D"):
+    for name in names or ("GunPoint", "MNIST1D"):
         tr, te = load_dataset(name, "train"), load_dataset(name, "test")
         if quick:
             tr, te = tr.subset(np.arange(min(64, len(tr)))), te.subset(np.arange(64))
@@ -669,6 +672,12 @@ def main(argv=None) -> int:
     parser.add_argument("--acc-seeds", type=int, default=None,
                         help="accuracy runs use seeds 0..N-1 on every dataset (default: 2 on "
                              "GunPoint, 1 on MNIST-1D)")
+    parser.add_argument("--acc-datasets", default=None,
+                        help="comma-separated datasets of the accuracy runs: GunPoint, MNIST1D "
+                             "(default: both)")
+    parser.add_argument("--acc-epochs", default=None,
+                        help="epochs per dataset of the accuracy runs, e.g. MNIST1D=40 "
+                             "(default: GunPoint=100,MNIST1D=5)")
     parser.add_argument("--tsai-python", type=Path,
                         default=DEFAULT_TSAI_PYTHON if DEFAULT_TSAI_PYTHON.exists() else None,
                         help="Python of an environment with tsai (default: "
@@ -690,13 +699,28 @@ def main(argv=None) -> int:
         parser.error(f"--acc-seeds must be ≥ 1, got {args.acc_seeds}")
     args.accuracy = args.accuracy or args.accuracy_only
     if not args.accuracy and (args.acc_models or args.acc_seeds is not None
-                              or args.resnet_ablation):
-        parser.error("--acc-models, --acc-seeds and --resnet-ablation shape the accuracy runs: "
-                     "add --accuracy or --accuracy-only")
+                              or args.resnet_ablation or args.acc_datasets or args.acc_epochs):
+        parser.error("--acc-models, --acc-seeds, --acc-datasets, --acc-epochs and "
+                     "--resnet-ablation shape the accuracy runs: add --accuracy or "
+                     "--accuracy-only")
     torch.set_num_threads(args.threads)
     cfg = dict(QUICK if args.quick else FULL, threads=args.threads)
     if args.acc_seeds is not None:
         cfg["acc_seeds"] = {name: tuple(range(args.acc_seeds)) for name in cfg["acc_seeds"]}
+    if args.acc_epochs:
+        for item in args.acc_epochs.split(","):
+            name, _, n = item.partition("=")
+            if name.strip() not in cfg["acc_epochs"] or not n.strip().isdigit() or int(n) < 1:
+                parser.error(f"--acc-epochs: expected NAME=N with NAME in "
+                             f"{', '.join(cfg['acc_epochs'])} and N ≥ 1, got {item!r}")
+            cfg["acc_epochs"] = {**cfg["acc_epochs"], name.strip(): int(n)}
+    if args.acc_datasets:
+        names = [d.strip() for d in args.acc_datasets.split(",") if d.strip()]
+        unknown = sorted(set(names) - set(cfg["acc_epochs"]))
+        if unknown or not names:
+            parser.error(f"--acc-datasets: unknown dataset(s) {', '.join(unknown) or '(none)'}; "
+                         f"known: {', '.join(cfg['acc_epochs'])}")
+        cfg["acc_datasets"] = names
     if args.acc_models:
         cfg["acc_models"] = [m.strip() for m in args.acc_models.split(",") if m.strip()]
         known = set(kairo_acc_builders(True)) | {"tsai_tst", "tsai_resnet"}
@@ -748,6 +772,8 @@ def main(argv=None) -> int:
                                           "itself in the same-width block, kairo before "
                                           "2026-11-30; today's default is batch norm, as in "
                                           "Fawaz et al. and tsai)",
+        "kairo_transformer_step_post": "ModelConfig(norm='post'): LayerNorm after each "
+                                       "residual branch, as nn.TransformerEncoderLayer's default",
         "kairo_transformer_step_dropout0": "dropout=0 everywhere, the equal-computation "
                                            "comparison with torch_encoder_same_size_dropout0",
         "torch_encoder_defaults": "nn.TransformerEncoderLayer(d_model=64, nhead=4) otherwise "
@@ -766,7 +792,7 @@ def main(argv=None) -> int:
             "(gain √2) convolution weights, and both with kernels 7-5-3: the ways tsai's ResNet "
             "still differs"}
 
-    acc_data = accuracy_data(args.quick) if args.accuracy else None
+    acc_data = accuracy_data(args.quick, cfg.get("acc_datasets")) if args.accuracy else None
     with section(res, "tsai"):
         if args.accuracy_only and cfg.get("acc_models") and not any(
                 m.startswith("tsai_") for m in cfg["acc_models"]):

@@ -61,6 +61,8 @@ def load_config_file(path) -> dict:
 def _coerce(cls, name: str, value, source: str):
     base, is_tuple = field_kind(cls, name)
     where = f"{source}: field {name!r}"
+    # a field annotated ``str | bool`` (a mode that was once a switch) takes both
+    also_bool = bool in typing.get_args(typing.get_type_hints(cls)[name])
 
     def one(v):
         if base is bool:
@@ -82,6 +84,8 @@ def _coerce(cls, name: str, value, source: str):
             except (TypeError, ValueError):
                 raise ConfigError(f"{where} expects a number, got {v!r}") from None
         if base is str:
+            if isinstance(v, bool) and also_bool:
+                return v
             if not isinstance(v, (str, int, float)) or isinstance(v, bool):
                 raise ConfigError(f"{where} expects a string, got {v!r}")
             return str(v)

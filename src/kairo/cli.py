@@ -121,6 +121,10 @@ _TSC_HELP = {
     "refit": "train the chosen configuration again on the whole training split (no hold-out, "
              "all epochs) and report those runs",
     "samples": "comma-separated series indices",
+    "znorm": "input scaling: series (each series and channel z-normalized on its own, the UCR "
+             "convention), channel (each channel with the training split's mean and sd, kept "
+             "with the model; keeps levels that differ between classes), none; true/false = "
+             "series/none",
     "jitter": "augmentation: sd of Gaussian noise added to each training batch (z units); 0 = off",
     "scaling": "augmentation: sd of a per-series, per-channel amplitude factor around 1; 0 = off",
     "time_warp": "augmentation: sd of the log speed of a random smooth time map per series "

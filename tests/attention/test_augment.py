@@ -150,9 +150,12 @@ def test_checkpoint_from_before_augmentation_resumes_as_unaugmented(tmp_path):
     state = torch.load(ckpt, weights_only=True)
     for name in ("jitter", "scaling", "time_warp", "crop"):       # as written before they existed
         del state["run"]["train_config"][name]
+    state["run"]["train_config"]["znorm"] = True          # the switch before znorm="channel"
     state["epoch"], state["finished"], state["history"] = 1, False, state["history"][:1]
     torch.save(state, ckpt)
     with pytest.raises(DataError, match=r"'time_warp': \(0\.0, 0\.2\)"):
         fit(RESNET, dataclasses.replace(cfg, time_warp=0.2), data, checkpoint=ckpt, **QUIET)
+    with pytest.raises(DataError, match=r"'znorm': \('series', 'channel'\)"):
+        fit(RESNET, dataclasses.replace(cfg, znorm="channel"), data, checkpoint=ckpt, **QUIET)
     again = fit(RESNET, cfg, data, checkpoint=ckpt, **QUIET)
     assert again["resumed_from"] == 1 and [h["epoch"] for h in again["history"]] == [1, 2]

@@ -11,7 +11,8 @@ import pytest
 
 from kairo._errors import ConfigError, DataError, DataNotFoundError
 from kairo.attention._data import (STD_FLOOR, TSData, from_arrays, list_datasets, load_csv,
-                                   load_dataset, load_ts, stratified_split, znormalize)
+                                   load_dataset, load_ts, stratified_split, znormalize,
+                                   channel_stats, standardize)
 from kairo.attention._mnist1d import TEMPLATES, make_mnist1d
 
 
@@ -311,6 +312,31 @@ def test_znormalize_with_mask_matches_the_unpadded_series():
         assert (z[i, :, n:] == 0).all()
     with pytest.raises(DataError, match="mask must have shape"):
         znormalize(d.x, d.mask[:, :3])
+
+
+def test_channel_stats_pool_valid_steps_of_all_series():
+    rng = np.random.default_rng(2)
+    series = [rng.normal([[1.0], [-4.0]], [[2.0], [0.5]], size=(2, n)) for n in (9, 4, 6)]
+    d = from_arrays(series, [0, 1, 0], pad=True)
+    mean, std = channel_stats(d.x, d.mask)
+    flat = np.concatenate(series, axis=1)                          # [2, 19] valid steps only
+    np.testing.assert_allclose(mean, flat.mean(1), rtol=1e-6)   # x is stored float32
+    np.testing.assert_allclose(std, flat.std(1), rtol=1e-6)
+    z = standardize(d.x, mean, std, d.mask)
+    assert z.dtype == np.float32 and (z[1, :, 4:] == 0).all()    # padding stays zero
+    np.testing.assert_allclose(z[0, :, :9], (series[0] - mean[:, None]) / std[:, None],
+                               rtol=1e-5)
+    # pooled over the valid steps, the result has mean 0 and sd 1 per channel
+    zv = np.concatenate([z[i, :, :s.shape[1]] for i, s in enumerate(series)], axis=1)
+    np.testing.assert_allclose(zv.mean(1), 0, atol=1e-6)
+    np.testing.assert_allclose(zv.std(1), 1, rtol=1e-5)
+    assert channel_stats(np.ones((3, 1, 5)))[1][0] == STD_FLOOR   # constant: floored
+    with pytest.raises(DataError, match="one mean and std per channel"):
+        standardize(d.x, mean[:1], std)
+    with pytest.raises(DataError, match="stds finite and > 0"):
+        standardize(d.x, mean, [1.0, 0.0])
+    with pytest.raises(DataError, match="mask must have shape"):
+        channel_stats(d.x, d.mask[:, :3])
 
 
 def test_stratified_split_keeps_class_proportions():

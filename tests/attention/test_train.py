@@ -41,7 +41,7 @@ def _same_weights(a: dict, b: dict) -> bool:
 @pytest.mark.parametrize("field, value", [
     ("epochs", 0), ("batch", 0), ("lr", 0.0), ("lr", float("nan")), ("weight_decay", -1.0),
     ("schedule", "linear"), ("warmup", 1.0), ("val_fraction", 1.0), ("patience", -1),
-    ("seed", -1), ("znorm", "yes"), ("label_smoothing", 1.0), ("max_grad_norm", -0.5),
+    ("seed", -1), ("znorm", "yes"), ("znorm", 1), ("label_smoothing", 1.0), ("max_grad_norm", -0.5),
     ("checkpoint_every", 0), ("threads", -2), ("device", "tpu"), ("epochs", True),
     ("plateau_patience", -1), ("plateau_factor", 1.0), ("plateau_factor", 0.0),
     ("min_lr", -1e-4)])
@@ -54,7 +54,7 @@ def test_train_config_defaults_and_build_config():
     cfg = TrainConfig()
     assert (cfg.epochs, cfg.batch, cfg.lr, cfg.weight_decay, cfg.schedule, cfg.val_fraction,
             cfg.patience, cfg.seed, cfg.znorm, cfg.label_smoothing, cfg.max_grad_norm,
-            cfg.threads) == (200, 32, 1e-3, 1e-2, "cosine", 0.2, 30, 0, True, 0.0, 1.0, 0)
+            cfg.threads) == (200, 32, 1e-3, 1e-2, "cosine", 0.2, 30, 0, "auto", 0.0, 1.0, 0)
     cfg = build_config(TrainConfig, {"epochs": "7", "schedule": "onecycle"}, {"lr": "0.01"})
     assert (cfg.epochs, cfg.schedule, cfg.lr) == (7, "onecycle", 0.01)
     with pytest.raises(ConfigError, match="warmup' must be > 0 for the onecycle"):
@@ -258,7 +258,7 @@ def test_save_load_round_trip(trained, gunpoint, tmp_path):
     path = tmp_path / "model.pt"
     save_classifier(path, trained["model"], TINY, {"note": "hello"})
     model, meta = load_classifier(path, expect_arch=trained["model"].arch)
-    assert meta["note"] == "hello" and meta["classes"] == ["1", "2"] and meta["znorm"] is True
+    assert meta["note"] == "hello" and meta["classes"] == ["1", "2"] and meta["znorm"] == "series"
     assert meta["model_config"]["d_model"] == 16
     p1, q1 = predict(trained["model"], te.x)
     p2, q2 = predict(model, te.x)
@@ -363,11 +363,71 @@ def test_evaluate_matches_classes_by_name(trained, gunpoint):
 def test_znorm_setting_is_what_predict_uses(gunpoint):
     tr, te = gunpoint
     r = fit(RESNET, TrainConfig(epochs=1, batch=16, znorm=False, threads=1), tr, **QUIET)
-    assert r["model"].fit_meta["znorm"] is False
+    assert r["model"].fit_meta["znorm"] == "none"          # the old switch: false = none
     _, raw = predict(r["model"], te.x[:10])
-    r["model"].fit_meta["znorm"] = True
+    r["model"].fit_meta["znorm"] = True                    # a model saved before "channel"
     _, normed = predict(r["model"], te.x[:10])
-    r["model"].fit_meta["znorm"] = False
+    r["model"].fit_meta["znorm"] = "none"
     _, manual = predict(r["model"], znormalize(te.x[:10]))
     np.testing.assert_allclose(normed, manual, rtol=1e-5)
     assert not np.allclose(raw, normed)
+    r["model"].fit_meta["znorm"] = "robust"
+    with pytest.raises(DataError, match="unknown input scaling znorm='robust'"):
+        predict(r["model"], te.x[:10])
+
+
+def test_znorm_switch_values_map_to_modes():
+    assert [TrainConfig(znorm=v).znorm for v in (True, False, "true", "false", "channel")] == \
+        ["series", "none", "series", "none", "channel"]
+    cfg = build_config(TrainConfig, {"znorm": False}, {})         # YAML `znorm: false`
+    assert cfg.znorm == "none"
+    assert build_config(TrainConfig, {}, {"znorm": "channel"}).znorm == "channel"
+
+
+def test_auto_znorm_is_series_for_one_channel_and_channel_for_several(tmp_path):
+    assert [T.resolve_znorm("auto", c) for c in (1, 2, 12)] == ["series", "channel", "channel"]
+    assert T.resolve_znorm("none", 5) == "none" and T.resolve_znorm("series", 5) == "series"
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(24, 3, 20)) * [[[1.0], [10.0], [0.1]]] + [[[0.0], [5.0], [-2.0]]]
+    data = from_arrays(x, np.arange(24) % 2)
+    cfg = TrainConfig(epochs=2, batch=8, threads=1, val_fraction=0, checkpoint_every=1)
+    r = fit(RESNET, cfg, data, checkpoint=tmp_path / "c.pt", **QUIET)
+    meta = r["model"].fit_meta
+    assert meta["znorm"] == "channel" and meta["train_config"]["znorm"] == "channel"
+    np.testing.assert_allclose(meta["znorm_std"], x.std(axis=(0, 2)), rtol=1e-5)
+    # a checkpoint of "auto" is the run of what it chose, and not of another scaling
+    again = fit(RESNET, dataclasses.replace(cfg, znorm="channel"), data,
+                checkpoint=tmp_path / "c.pt", **QUIET)
+    assert again["resumed_from"] == 2
+    with pytest.raises(DataError, match=r"'znorm': \('channel', 'series'\)"):
+        fit(RESNET, dataclasses.replace(cfg, znorm="series"), data,
+            checkpoint=tmp_path / "c.pt", **QUIET)
+
+
+def test_channel_znorm_uses_training_statistics(gunpoint, tmp_path):
+    """znorm="channel": one mean and std per channel from the series trained on (not the
+    hold-out), saved with the model and applied unchanged at predict."""
+    tr, te = gunpoint
+    cfg = TrainConfig(epochs=1, batch=16, znorm="channel", threads=1)
+    r = fit(RESNET, cfg, tr, **QUIET)
+    meta = r["model"].fit_meta
+    fit_idx, _ = stratified_split(tr.y, cfg.val_fraction, cfg.seed)
+    assert meta["znorm"] == "channel"
+    seen = tr.x[fit_idx].astype(np.float64)
+    np.testing.assert_allclose(meta["znorm_mean"], [seen.mean()], atol=1e-12)
+    np.testing.assert_allclose(meta["znorm_std"], [seen.std()], rtol=1e-12)
+    _, proba = predict(r["model"], te.x[:10])
+    r["model"].fit_meta = {**meta, "znorm": "none"}
+    _, manual = predict(r["model"], (te.x[:10] - meta["znorm_mean"][0]) / meta["znorm_std"][0])
+    np.testing.assert_allclose(proba, manual, rtol=1e-4, atol=1e-6)
+    r["model"].fit_meta = meta
+    # unlike per-series scaling, the input's level reaches the model
+    assert not np.allclose(predict(r["model"], te.x[:10] + 7.0)[1], proba, atol=1e-3)
+    save_classifier(tmp_path / "m.pt", r["model"], RESNET, meta)
+    loaded, lmeta = load_classifier(tmp_path / "m.pt")
+    assert lmeta["znorm_mean"] == meta["znorm_mean"]
+    np.testing.assert_allclose(predict(loaded, te.x[:10])[1], proba, rtol=1e-5)
+    broken = {k: v for k, v in meta.items() if k != "znorm_std"}
+    r["model"].fit_meta = broken
+    with pytest.raises(DataError, match="lacks the channel statistics"):
+        predict(r["model"], te.x[:10])

@@ -64,6 +64,27 @@ def test_predict_csv_matches_evaluate(trained, tmp_path):
     assert [str(v) for v in df.predicted] == [test.classes[i] for i in pred]
 
 
+def test_multivariate_train_saves_channel_scaling_that_evaluate_reuses(tmp_path):
+    """--znorm auto on BasicMotions (6 channels) scales per channel with the training
+    statistics; model.pt keeps them, so evaluate and maps reproduce the run."""
+    from kairo.attention import load_classifier, load_dataset
+
+    out = tmp_path / "bm"
+    assert main(["tsc", "train", "--dataset", "BasicMotions", "--encoder", "resnet", "--pool",
+                 "mean", *FAST, "--out", str(out)]) == 0
+    _, meta = load_classifier(out / "model.pt")
+    tr = load_dataset("BasicMotions", "train")
+    assert meta["znorm"] == "channel" and len(meta["znorm_mean"]) == tr.n_channels == 6
+    assert main(["tsc", "evaluate", "--model", str(out / "model.pt"), "--dataset",
+                 "BasicMotions", "--out", str(tmp_path / "ev")]) == 0
+    a = json.loads((out / "metrics.json").read_text())
+    b = json.loads((tmp_path / "ev" / "metrics.json").read_text())
+    assert a["accuracy"] == b["accuracy"] and a["confusion"] == b["confusion"]
+    assert main(["tsc", "train", "--dataset", "BasicMotions", "--encoder", "resnet", "--pool",
+                 "mean", *FAST, "--znorm", "false", "--out", str(tmp_path / "raw")]) == 0
+    assert load_classifier(tmp_path / "raw" / "model.pt")[1]["znorm"] == "none"
+
+
 def test_maps_and_encodings_figures(trained, tmp_path):
     out = tmp_path / "maps"
     assert main(["tsc", "maps", "--model", str(trained / "model.pt"), "--dataset",
@@ -175,6 +196,7 @@ def test_pooling_tests_known_values():
     (["tsc", "compare-pooling", "--pools", "mean,median"], "subset of"),
     (["tsc", "benchmark", "--first-seed", "-1"], "first_seed ≥ 0"),
     (["tsc", "train", "--crop", "1.0"], "train field 'crop'"),
+    (["tsc", "train", "--znorm", "robust"], "'znorm' must be one of auto, series, channel"),
     (["tsc", "evaluate", "--model", "/no/such/model.pt"], "model.pt"),
 ])
 def test_bad_input_gets_a_clear_error(argv, fragment, tmp_path, capsys):

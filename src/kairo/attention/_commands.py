@@ -144,7 +144,8 @@ def run_train(cfg, rd, out: Path, log=print) -> str:
     res = _train.fit(model_cfg, train_cfg, train, checkpoint=ckpt, log=log)
     model = res["model"]
     meta = {"dataset": cfg.dataset if not cfg.train_file else cfg.train_file,
-            "classes": list(train.classes), "znorm": train_cfg.znorm,
+            "classes": list(train.classes),
+            **{k: v for k, v in res["meta"].items() if k.startswith("znorm")},
             "n_steps": train.n_steps, "best_epoch": res["best_epoch"]}
     _train.save_classifier(rd.path / "model.pt", model, model_cfg, meta)
     rd.files.append("model.pt")
@@ -286,10 +287,7 @@ def run_maps(cfg: MapsConfig, rd) -> str:
     m = meta.get("meta", meta)
     x = data.x[list(cfg.samples)]
     mask = None if data.mask is None else data.mask[list(cfg.samples)]
-    if m.get("znorm", True):
-        from kairo.attention._data import znormalize
-
-        x = znormalize(x, mask)
+    x = _train.scale_input(x, mask, m)
     model.eval()
     with torch.no_grad():
         xt = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))

@@ -14,7 +14,7 @@ import numpy as np
 from kairo._errors import ConfigError
 
 __all__ = ["ModelConfig", "TrainConfig", "ENCODERS", "POOLS", "NORMS", "TOKENS",
-           "POSITIONALS", "SCHEDULES", "DEVICES", "SHORTCUTS"]
+           "POSITIONALS", "SCHEDULES", "DEVICES", "SHORTCUTS", "ZNORMS"]
 
 ENCODERS = ("resnet", "transformer")
 POOLS = ("mean", "max", "cls", "attention", "mha")
@@ -24,6 +24,10 @@ SHORTCUTS = ("bn", "identity")               # ResNet shortcut of a same-width b
 POSITIONALS = ("sinusoidal", "learned", "rope", "none")
 SCHEDULES = ("cosine", "onecycle", "constant", "plateau")
 DEVICES = ("cpu", "cuda", "auto")
+# input scaling: each series and channel on its own (the UCR convention), each channel with the
+# training split's statistics (keeps the levels that tell multivariate classes apart), none, or
+# auto = series for one channel, channel for several (resolved by the trainer, see fit)
+ZNORMS = ("auto", "series", "channel", "none")
 
 
 @dataclass(frozen=True)
@@ -111,7 +115,7 @@ class TrainConfig:
     val_fraction: float = 0.2         # stratified hold-out of the training split; 0 = none
     patience: int = 30                # epochs without a lower val loss before stopping; 0 = never
     seed: int = 0
-    znorm: bool = True                # z-normalize each series and channel (also at predict)
+    znorm: str | bool = "auto"        # auto, series, channel, none (true = series)
     label_smoothing: float = 0.0
     max_grad_norm: float = 1.0        # clip the gradient norm; 0 = no clipping
     jitter: float = 0.0               # augmentation: added Gaussian noise sd (z units); 0 = off
@@ -153,7 +157,12 @@ class TrainConfig:
         need("val_fraction", lambda v: is_num(v) and 0 <= v < 1, "a fraction in [0, 1)")
         need("patience", lambda v: is_int(v) and v >= 0, "an integer ≥ 0 (0 = no early stop)")
         need("seed", lambda v: is_int(v) and v >= 0, "an integer ≥ 0")
-        need("znorm", lambda v: isinstance(v, bool), "true or false")
+        # a switch in configs, flags and checkpoints written before "channel" existed
+        old = {True: "series", False: "none", "true": "series", "false": "none"}
+        if isinstance(self.znorm, (bool, str)) and self.znorm in old:
+            object.__setattr__(self, "znorm", old[self.znorm])
+        need("znorm", lambda v: v in ZNORMS, f"one of {', '.join(ZNORMS)} (true = series, "
+             "false = none)")
         need("label_smoothing", lambda v: is_num(v) and 0 <= v < 1, "a number in [0, 1)")
         need("max_grad_norm", lambda v: is_num(v) and v >= 0, "a number ≥ 0 (0 = no clipping)")
         for name in ("jitter", "scaling", "time_warp"):

@@ -18,7 +18,7 @@ import numpy as np
 from kairo._errors import ConfigError, DataError, DataNotFoundError
 
 __all__ = ["TSData", "list_datasets", "load_dataset", "from_arrays", "load_csv", "load_ts",
-           "znormalize", "stratified_split", "STD_FLOOR"]
+           "znormalize", "channel_stats", "standardize", "stratified_split", "STD_FLOOR"]
 
 STD_FLOOR = 1e-8          # znormalize: a constant series becomes zeros, not NaN
 MNIST1D = "MNIST1D"
@@ -483,6 +483,46 @@ def znormalize(x: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
     mean = xv.sum(axis=2, keepdims=True) / n
     var = (np.where(w, x - mean, 0.0) ** 2).sum(axis=2, keepdims=True) / n
     out = np.where(w, (x - mean) / np.maximum(np.sqrt(var), STD_FLOOR), 0.0)
+    return out.astype(np.float32)
+
+
+def channel_stats(x: np.ndarray, mask: np.ndarray | None = None
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and std of each channel over all series and their valid steps.
+
+    ``x`` float [n_series, n_channels, n_steps]; ``mask`` bool [n_series, n_steps] or None.
+    Returns (mean, std), float64 [n_channels] each; std is at least ``STD_FLOOR``.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 3 or x.shape[0] == 0:
+        raise DataError(f"channel_stats: x must be [n_series, n_channels, n_steps] with at least "
+                        f"one series, got shape {x.shape}")
+    w = np.ones((x.shape[0], 1, x.shape[2]), bool) if mask is None else \
+        np.asarray(mask, dtype=bool)[:, None, :]                          # [N, 1, T]
+    if w.shape[0] != x.shape[0] or w.shape[2] != x.shape[2]:
+        raise DataError(f"channel_stats: mask must have shape {(x.shape[0], x.shape[2])}, got "
+                        f"{np.shape(mask)}")
+    n = max(int(w.sum()), 1)
+    mean = np.where(w, x, 0.0).sum(axis=(0, 2)) / n
+    var = (np.where(w, x - mean[None, :, None], 0.0) ** 2).sum(axis=(0, 2)) / n
+    return mean, np.maximum(np.sqrt(var), STD_FLOOR)
+
+
+def standardize(x: np.ndarray, mean, std, mask: np.ndarray | None = None) -> np.ndarray:
+    """``(x − mean[c]) / std[c]`` per channel with given statistics (see `channel_stats`).
+
+    Returns a new float32 array [n_series, n_channels, n_steps]; padded steps are 0.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    mean, std = np.asarray(mean, dtype=np.float64), np.asarray(std, dtype=np.float64)
+    if x.ndim != 3 or mean.shape != (x.shape[1],) or std.shape != (x.shape[1],):
+        raise DataError(f"standardize: x [n_series, n_channels, n_steps] needs one mean and std "
+                        f"per channel; got x {x.shape}, mean {mean.shape}, std {std.shape}")
+    if not (np.isfinite(mean).all() and np.isfinite(std).all() and (std > 0).all()):
+        raise DataError("standardize: channel means must be finite and stds finite and > 0")
+    out = (x - mean[None, :, None]) / std[None, :, None]
+    if mask is not None:
+        out = np.where(np.asarray(mask, dtype=bool)[:, None, :], out, 0.0)
     return out.astype(np.float32)
 
 

@@ -23,7 +23,8 @@ from kairo._errors import ConfigError, DataError, DataNotFoundError, KairoError
 from kairo._runs import atomic_write
 from kairo.attention._augment import augment, check_mask, is_active
 from kairo.attention._configs import SCHEDULES, TrainConfig
-from kairo.attention._data import TSData, _check_finite, stratified_split, znormalize
+from kairo.attention._data import (TSData, _check_finite, channel_stats, standardize,
+                                   stratified_split, znormalize)
 
 __all__ = ["TrainConfig", "fit", "save_classifier", "load_classifier", "predict", "evaluate",
            "SCHEDULES"]
@@ -221,11 +222,15 @@ def fit(model_cfg, train_cfg: TrainConfig, data: TSData, *, checkpoint=None, log
 def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, log, progress_bar) -> dict:
     from kairo._progress import progress
 
-    x = znormalize(data.x, data.mask) if cfg.znorm else data.x
     if cfg.val_fraction > 0:
         tr, va = stratified_split(data.y, cfg.val_fraction, cfg.seed)
     else:
         tr, va = np.arange(len(data)), np.arange(0)
+    scaling = {"znorm": resolve_znorm(cfg.znorm, data.n_channels)}
+    if scaling["znorm"] == "channel":     # statistics of the series trained on, not the hold-out
+        mean, std = channel_stats(data.x[tr], None if data.mask is None else data.mask[tr])
+        scaling.update(znorm_mean=mean.tolist(), znorm_std=std.tolist())
+    x = scale_input(data.x, data.mask, scaling)
     xt = torch.from_numpy(x).to(device)                                         # [N, C, T]
     yt = torch.from_numpy(data.y).to(device)                                    # [N]
     mt = None if data.mask is None else torch.from_numpy(data.mask).to(device)  # [N, T]
@@ -238,7 +243,9 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, log, progress_
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     sched = _scheduler(opt, cfg, cfg.epochs * len(_batches(len(tr), cfg.batch)))
     loss_fn = nn.CrossEntropyLoss(label_smoothing=cfg.label_smoothing)
-    run = {"train_config": dataclasses.asdict(cfg), "model_config": dataclasses.asdict(model_cfg),
+    # the resolved scaling, so that "auto" and what it chose are the same run
+    run = {"train_config": {**dataclasses.asdict(cfg), "znorm": scaling["znorm"]},
+           "model_config": dataclasses.asdict(model_cfg),
            "arch": model.arch, "data": _fingerprint(data)}
     st = {"epoch": 0, "history": [], "best_loss": math.inf, "best_epoch": 0, "best_state": None,
           "bad": 0, "finished": False, "stopped_early": False}
@@ -304,7 +311,7 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, log, progress_
         model.load_state_dict(st["best_state"])
     model.eval()
     meta = {"dataset": data.name, "classes": list(data.classes),
-            "n_channels": data.n_channels, "max_len": data.n_steps, "znorm": cfg.znorm,
+            "n_channels": data.n_channels, "max_len": data.n_steps, **scaling,
             "best_epoch": st["best_epoch"], "epochs_run": st["epoch"],
             "train_config": run["train_config"], "model_config": run["model_config"]}
     model.fit_meta = meta
@@ -323,6 +330,8 @@ def _check_resume(path: Path, saved: dict, now: dict) -> None:
     # a field missing from an older checkpoint did not exist then: the run used its default
     # (e.g. no augmentation)
     old = {**dataclasses.asdict(TrainConfig()), **saved["train_config"]}
+    if old.get("znorm") in (True, False):         # the switch before znorm="channel" existed
+        old["znorm"] = "series" if old["znorm"] else "none"
     tc = {k: v for k, v in _diff(old, now["train_config"]).items()
           if k not in _RESUME_FREE}
     for what, diff in (("training options", tc), ("architecture", _diff(saved["arch"],
@@ -399,12 +408,45 @@ def load_classifier(path, expect_arch: dict | None = None) -> tuple[nn.Module, d
 
 
 # ---------------------------------------------------------------------------- inference
+def resolve_znorm(znorm: str, n_channels: int) -> str:
+    """The scaling "auto" stands for: "series" for univariate data (the UCR archive's
+    convention), "channel" for multivariate data, where z-normalizing each series' channels on
+    their own erases the levels that separate classes (JapaneseVowels: 0.75 against 0.98,
+    docs/attention.md). Other modes are returned as they are."""
+    if znorm != "auto":
+        return znorm
+    return "series" if n_channels == 1 else "channel"
+
+
+def scale_input(x: np.ndarray, mask: np.ndarray | None, meta: dict) -> np.ndarray:
+    """Scale series [n, C, T] as a model was trained to see them.
+
+    ``meta["znorm"]``: "series" (each series and channel z-normalized on its own), "channel"
+    (each channel with the training split's ``znorm_mean`` / ``znorm_std``), "none" or absent
+    (unchanged); True / False in models saved before "channel" existed mean series / none.
+    """
+    mode = {True: "series", False: "none"}.get(meta.get("znorm"), meta.get("znorm", "none"))
+    if mode == "series":
+        return znormalize(x, mask)
+    if mode == "channel":
+        if not {"znorm_mean", "znorm_std"} <= set(meta):
+            raise DataError("the model was trained with znorm='channel' but its metadata lacks "
+                            "the channel statistics (znorm_mean, znorm_std); the file is "
+                            "incomplete: train it again")
+        return standardize(x, meta["znorm_mean"], meta["znorm_std"], mask)
+    if mode == "none":
+        return x
+    raise DataError(f"the model's metadata names an unknown input scaling znorm={mode!r}; "
+                    f"expected series, channel or none")
+
+
 def predict(model: nn.Module, x, mask=None, batch: int = 256) -> tuple[np.ndarray, np.ndarray]:
     """Class indices and probabilities for NumPy series.
 
     ``x`` [n, C, T] (or [n, T] for one channel) with T ≤ the model's max_len; ``mask`` bool
-    [n, T] or None. Applies the z-normalization the model was trained with
-    (``model.fit_meta["znorm"]``). Returns (pred int64 [n], proba float32 [n, K]).
+    [n, T] or None. Applies the input scaling the model was trained with
+    (``model.fit_meta["znorm"]``, see `scale_input`). Returns (pred int64 [n], proba float32
+    [n, K]).
     """
     x = np.asarray(x)
     if x.dtype == object or not (np.issubdtype(x.dtype, np.number) and
@@ -434,8 +476,7 @@ def predict(model: nn.Module, x, mask=None, batch: int = 256) -> tuple[np.ndarra
     _check_finite(x, mask, "predict")
     if mask is not None:
         x = np.where(mask[:, None, :], x, np.float32(0))
-    if getattr(model, "fit_meta", {}).get("znorm", False):
-        x = znormalize(x, mask)
+    x = scale_input(x, mask, getattr(model, "fit_meta", {}))
     device = next(model.parameters()).device
     was = model.training
     model.eval()
