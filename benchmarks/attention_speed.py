@@ -817,8 +817,10 @@ def main(argv=None) -> int:
             res["accuracy_setup"] = {
                 "datasets": {n: {"train": list(d["x_train"].shape), "test":
                                  list(d["x_test"].shape)} for n, d in acc_data.items()},
-                "epochs": cfg["acc_epochs"], "batch": cfg["acc_batch"],
-                "seeds": cfg["acc_seeds"], "torch_threads": cfg["acc_threads"],
+                "epochs": {n: cfg["acc_epochs"][n] for n in acc_data},
+                "batch": cfg["acc_batch"],
+                "seeds": {n: cfg["acc_seeds"][n] for n in acc_data},
+                "torch_threads": cfg["acc_threads"],
                 "models": cfg.get("acc_models", "all"),
                 "optimizer": "AdamW(lr 1e-3, weight_decay 0.01), constant lr, no clipping, "
                              "same loop for every model (tsai's too, not fastai's fit)",

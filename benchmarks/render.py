@@ -11,6 +11,11 @@ import sys
 from pathlib import Path
 
 
+def _only(per_dataset: dict, acc: dict) -> dict:
+    """The entries of the datasets that were run (--acc-datasets may leave some out)."""
+    return {k: v for k, v in per_dataset.items() if k in acc}
+
+
 def attention(d: dict) -> None:
     """Tables for attention_speed.json: models, kairo/peer ratios, equal-budget accuracy."""
     m = d["machine"]
@@ -37,7 +42,8 @@ def attention(d: dict) -> None:
         s = d["accuracy_setup"]
         names = list(dict.fromkeys(k for per in acc.values() for k in per))
         print(f"\nTest accuracy, same loop and budget for every model ({s['optimizer']}; "
-              f"batch {s['batch']}; epochs {s['epochs']}; seeds {s['seeds']}):\n")
+              f"batch {s['batch']}; epochs {_only(s['epochs'], acc)}; "
+              f"seeds {_only(s['seeds'], acc)}):\n")
         print("| model | " + " | ".join(acc) + " |")
         print("|---|" + "---|" * len(acc))
         for name in names:

@@ -102,3 +102,16 @@ def test_equivalence_record_and_norm_mismatch(bench):
     wide = torch.nn.TransformerEncoderLayer(64, 4, dim_feedforward=128, batch_first=True)
     with pytest.raises(ConfigError, match="layer sizes differ"):
         bench.copy_torch_layer(wide, post_block)
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["--acc-epochs", "MNIST1D=40"], "add --accuracy or --accuracy-only"),
+    (["--accuracy-only", "--acc-epochs", "MNIST1D=x"], "expected NAME=N"),
+    (["--accuracy-only", "--acc-epochs", "ECG=3"], "expected NAME=N"),
+    (["--accuracy-only", "--acc-datasets", "ECG"], "unknown dataset(s) ECG"),
+    (["--accuracy-only", "--acc-models", "nope"], "unknown model(s) nope"),
+])
+def test_accuracy_options_refuse_bad_values(bench, argv, fragment, capsys):
+    with pytest.raises(SystemExit) as exc:
+        bench.main(argv)
+    assert exc.value.code == 2 and fragment in capsys.readouterr().err
