@@ -425,7 +425,9 @@ def scale_input(x: np.ndarray, mask: np.ndarray | None, meta: dict) -> np.ndarra
     (each channel with the training split's ``znorm_mean`` / ``znorm_std``), "none" or absent
     (unchanged); True / False in models saved before "channel" existed mean series / none.
     """
-    mode = {True: "series", False: "none"}.get(meta.get("znorm"), meta.get("znorm", "none"))
+    mode = meta.get("znorm", "none")
+    if isinstance(mode, bool):
+        mode = "series" if mode else "none"
     if mode == "series":
         return znormalize(x, mask)
     if mode == "channel":
