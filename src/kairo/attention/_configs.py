@@ -14,7 +14,8 @@ import numpy as np
 from kairo._errors import ConfigError
 
 __all__ = ["ModelConfig", "TrainConfig", "ENCODERS", "POOLS", "NORMS", "TOKENS",
-           "POSITIONALS", "SCHEDULES", "DEVICES", "SHORTCUTS", "ZNORMS"]
+           "POSITIONALS", "SCHEDULES", "DEVICES", "SHORTCUTS", "ZNORMS",
+           "znorm_mode"]
 
 ENCODERS = ("resnet", "transformer")
 POOLS = ("mean", "max", "cls", "attention", "mha")
@@ -28,6 +29,13 @@ DEVICES = ("cpu", "cuda", "auto")
 # training split's statistics (keeps the levels that tell multivariate classes apart), none, or
 # auto = series for one channel, channel for several (resolved by the trainer, see fit)
 ZNORMS = ("auto", "series", "channel", "none")
+
+
+def znorm_mode(value):
+    """``value`` with the old switch read as a mode: true → "series", false → "none" (configs,
+    checkpoints and saved models written before "channel" existed); anything else as it is."""
+    legacy = {True: "series", False: "none", "true": "series", "false": "none"}
+    return legacy[value] if isinstance(value, (bool, str)) and value in legacy else value
 
 
 @dataclass(frozen=True)
@@ -157,10 +165,7 @@ class TrainConfig:
         need("val_fraction", lambda v: is_num(v) and 0 <= v < 1, "a fraction in [0, 1)")
         need("patience", lambda v: is_int(v) and v >= 0, "an integer ≥ 0 (0 = no early stop)")
         need("seed", lambda v: is_int(v) and v >= 0, "an integer ≥ 0")
-        # a switch in configs, flags and checkpoints written before "channel" existed
-        old = {True: "series", False: "none", "true": "series", "false": "none"}
-        if isinstance(self.znorm, (bool, str)) and self.znorm in old:
-            object.__setattr__(self, "znorm", old[self.znorm])
+        object.__setattr__(self, "znorm", znorm_mode(self.znorm))
         need("znorm", lambda v: v in ZNORMS, f"one of {', '.join(ZNORMS)} (true = series, "
              "false = none)")
         need("label_smoothing", lambda v: is_num(v) and 0 <= v < 1, "a number in [0, 1)")

@@ -478,12 +478,19 @@ def znormalize(x: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
         raise DataError(f"znormalize: mask must have shape {(x.shape[0], x.shape[2])}, got "
                         f"{mask.shape}")
     w = mask[:, None, :]                                           # [N, 1, T]
-    n = np.maximum(w.sum(axis=2, keepdims=True), 1)
-    xv = np.where(w, x, 0.0)
-    mean = xv.sum(axis=2, keepdims=True) / n
-    var = (np.where(w, x - mean, 0.0) ** 2).sum(axis=2, keepdims=True) / n
-    out = np.where(w, (x - mean) / np.maximum(np.sqrt(var), STD_FLOOR), 0.0)
+    mean, std = _masked_mean_std(x, w, axis=2)
+    out = np.where(w, (x - mean) / np.maximum(std, STD_FLOOR), 0.0)
     return out.astype(np.float32)
+
+
+def _masked_mean_std(x: np.ndarray, w: np.ndarray, axis) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and (population) std of ``x`` over ``axis`` counting only where ``w`` is True
+    (``w`` broadcasts against ``x``); kept dims. No valid entry gives mean 0, std 0."""
+    w = np.broadcast_to(w, x.shape)
+    n = np.maximum(w.sum(axis=axis, keepdims=True), 1)
+    mean = np.where(w, x, 0.0).sum(axis=axis, keepdims=True) / n
+    var = (np.where(w, x - mean, 0.0) ** 2).sum(axis=axis, keepdims=True) / n
+    return mean, np.sqrt(var)
 
 
 def channel_stats(x: np.ndarray, mask: np.ndarray | None = None
@@ -502,10 +509,8 @@ def channel_stats(x: np.ndarray, mask: np.ndarray | None = None
     if w.shape[0] != x.shape[0] or w.shape[2] != x.shape[2]:
         raise DataError(f"channel_stats: mask must have shape {(x.shape[0], x.shape[2])}, got "
                         f"{np.shape(mask)}")
-    n = max(int(w.sum()), 1)
-    mean = np.where(w, x, 0.0).sum(axis=(0, 2)) / n
-    var = (np.where(w, x - mean[None, :, None], 0.0) ** 2).sum(axis=(0, 2)) / n
-    return mean, np.maximum(np.sqrt(var), STD_FLOOR)
+    mean, std = _masked_mean_std(x, w, axis=(0, 2))
+    return mean.reshape(-1), np.maximum(std, STD_FLOOR).reshape(-1)
 
 
 def standardize(x: np.ndarray, mean, std, mask: np.ndarray | None = None) -> np.ndarray:

@@ -22,7 +22,7 @@ from torch import nn
 from kairo._errors import ConfigError, DataError, DataNotFoundError, KairoError
 from kairo._runs import atomic_write
 from kairo.attention._augment import augment, check_mask, is_active
-from kairo.attention._configs import SCHEDULES, TrainConfig
+from kairo.attention._configs import SCHEDULES, TrainConfig, znorm_mode
 from kairo.attention._data import (TSData, _check_finite, channel_stats, standardize,
                                    stratified_split, znormalize)
 
@@ -330,8 +330,7 @@ def _check_resume(path: Path, saved: dict, now: dict) -> None:
     # a field missing from an older checkpoint did not exist then: the run used its default
     # (e.g. no augmentation)
     old = {**dataclasses.asdict(TrainConfig()), **saved["train_config"]}
-    if old.get("znorm") in (True, False):         # the switch before znorm="channel" existed
-        old["znorm"] = "series" if old["znorm"] else "none"
+    old["znorm"] = znorm_mode(old["znorm"])
     tc = {k: v for k, v in _diff(old, now["train_config"]).items()
           if k not in _RESUME_FREE}
     for what, diff in (("training options", tc), ("architecture", _diff(saved["arch"],
@@ -425,9 +424,7 @@ def scale_input(x: np.ndarray, mask: np.ndarray | None, meta: dict) -> np.ndarra
     (each channel with the training split's ``znorm_mean`` / ``znorm_std``), "none" or absent
     (unchanged); True / False in models saved before "channel" existed mean series / none.
     """
-    mode = meta.get("znorm", "none")
-    if isinstance(mode, bool):
-        mode = "series" if mode else "none"
+    mode = znorm_mode(meta.get("znorm", "none"))
     if mode == "series":
         return znormalize(x, mask)
     if mode == "channel":
