@@ -131,6 +131,9 @@ _TSC_HELP = {
                  "(Um et al. 2017); 0 = off",
     "crop": "augmentation: window slicing, the fraction of each series cut off before it is "
             "stretched back to full length (Le Guennec et al. 2016); 0 = off",
+    "bn_stats": "batch-norm statistics of the trained model (ResNet): running (the averages "
+                "left by training) or recompute (over the whole training split after "
+                "training, one pass, no augmentation)",
     "schedule": "learning rate: cosine (after warm-up), onecycle, constant, or plateau (× "
                 "plateau_factor after plateau_patience epochs without a lower loss: validation "
                 "loss, or training loss when there is no hold-out; floor min_lr)",

@@ -20,7 +20,8 @@ _EXPORTS = {
     "_data": ("TSData", "list_datasets", "load_dataset", "from_arrays", "load_csv", "load_ts",
               "znormalize", "stratified_split"),
     "_mnist1d": ("make_mnist1d",),
-    "_train": ("TrainConfig", "fit", "save_classifier", "load_classifier", "predict", "evaluate"),
+    "_train": ("TrainConfig", "fit", "save_classifier", "load_classifier", "predict", "evaluate",
+               "recompute_bn_stats"),
     "_metrics": ("classification_report", "per_class_table", "confusion_figure"),
 }
 _WHERE = {name: mod for mod, names in _EXPORTS.items() for name in names}

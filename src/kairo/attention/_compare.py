@@ -122,8 +122,11 @@ def _with(cfg, **values):
                            **values)
 
 
-def run_grid(jobs: list[dict], workers: int = 0, progress_bar=None) -> pd.DataFrame:
-    """Run ``jobs`` in spawned worker processes (one torch thread each); rows in job order."""
+def run_grid(jobs: list[dict], workers: int = 0, progress_bar=None, run=None) -> pd.DataFrame:
+    """Run ``jobs`` in spawned worker processes (one torch thread each); rows in job order.
+    ``run`` (a picklable top-level function of one job → a row dict) replaces the default
+    fit-then-test (benchmarks use it to score variants of the same trained weights)."""
+    run = run or _one
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from multiprocessing import get_context
 
@@ -136,12 +139,12 @@ def run_grid(jobs: list[dict], workers: int = 0, progress_bar=None) -> pd.DataFr
     bar = progress(total=len(jobs), desc="runs", enabled=progress_bar)
     if n == 1:
         for i, job in enumerate(jobs):
-            rows[i] = _one(job)
+            rows[i] = run(job)
             bar.update(1)
     else:
         pool = ProcessPoolExecutor(n, mp_context=get_context("spawn"))
         try:
-            futures = {pool.submit(_one, job): i for i, job in enumerate(jobs)}
+            futures = {pool.submit(run, job): i for i, job in enumerate(jobs)}
             for fut in as_completed(futures):
                 rows[futures[fut]] = fut.result()
                 bar.update(1)

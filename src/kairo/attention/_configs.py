@@ -15,7 +15,7 @@ from kairo._errors import ConfigError
 
 __all__ = ["ModelConfig", "TrainConfig", "ENCODERS", "POOLS", "NORMS", "TOKENS",
            "POSITIONALS", "SCHEDULES", "DEVICES", "SHORTCUTS", "ZNORMS",
-           "znorm_mode"]
+           "BN_STATS", "znorm_mode"]
 
 ENCODERS = ("resnet", "transformer")
 POOLS = ("mean", "max", "cls", "attention", "mha")
@@ -29,6 +29,9 @@ DEVICES = ("cpu", "cuda", "auto")
 # training split's statistics (keeps the levels that tell multivariate classes apart), none, or
 # auto = series for one channel, channel for several (resolved by the trainer, see fit)
 ZNORMS = ("auto", "series", "channel", "none")
+# the batch-norm statistics an eval-mode model uses: the running averages left by training
+# (PyTorch's momentum 0.1), or recomputed over the whole training split after training
+BN_STATS = ("running", "recompute")
 
 
 def znorm_mode(value):
@@ -130,6 +133,7 @@ class TrainConfig:
     scaling: float = 0.0              # augmentation: per-series amplitude factor 1 + N(0, sd²)
     time_warp: float = 0.0            # augmentation: log-speed sd of a random smooth time map
     crop: float = 0.0                 # augmentation: window slicing, fraction cut off (< 1)
+    bn_stats: str = "running"         # running, recompute (batch-norm statistics after training)
     checkpoint_every: int = 10        # epochs between checkpoints (when a path is given)
     threads: int = 0                  # torch CPU threads; 0 = torch's default
     device: str = "cpu"               # cpu, cuda, auto (cuda when available)
@@ -173,6 +177,7 @@ class TrainConfig:
         for name in ("jitter", "scaling", "time_warp"):
             need(name, lambda v: is_num(v) and 0 <= v <= 10, "a number in [0, 10] (0 = off)")
         need("crop", lambda v: is_num(v) and 0 <= v < 1, "a fraction in [0, 1) (0 = off)")
+        need("bn_stats", lambda v: v in BN_STATS, f"one of {', '.join(BN_STATS)}")
         need("checkpoint_every", lambda v: is_int(v) and v >= 1, "an integer ≥ 1")
         need("threads", lambda v: is_int(v) and v >= 0, "an integer ≥ 0 (0 = torch default)")
         need("device", lambda v: v in DEVICES, f"one of {', '.join(DEVICES)}")

@@ -21,13 +21,14 @@ from torch import nn
 
 from kairo._errors import ConfigError, DataError, DataNotFoundError, KairoError
 from kairo._runs import atomic_write
+from kairo.attention._attention import MultiHeadAttention
 from kairo.attention._augment import augment, check_mask, is_active
 from kairo.attention._configs import SCHEDULES, TrainConfig, znorm_mode
 from kairo.attention._data import (TSData, _check_finite, channel_stats, standardize,
                                    stratified_split, znormalize)
 
 __all__ = ["TrainConfig", "fit", "save_classifier", "load_classifier", "predict", "evaluate",
-           "SCHEDULES"]
+           "recompute_bn_stats", "SCHEDULES"]
 
 _CKPT_FORMAT = "kairo.attention.checkpoint"
 _MODEL_FORMAT = "kairo.attention.classifier"
@@ -235,6 +236,7 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, log, progress_
     yt = torch.from_numpy(data.y).to(device)                                    # [N]
     mt = None if data.mask is None else torch.from_numpy(data.mask).to(device)  # [N, T]
     va_t = torch.from_numpy(va).to(device)
+    tr_t = torch.from_numpy(tr).to(device)
     xv, yv = xt[va_t], yt[va_t]
     mv = None if mt is None else mt[va_t]
 
@@ -309,6 +311,8 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, log, progress_
     secs = time.perf_counter() - t0
     if st["best_state"] is not None:
         model.load_state_dict(st["best_state"])
+    if cfg.bn_stats == "recompute":
+        recompute_bn_stats(model, xt[tr_t], None if mt is None else mt[tr_t])
     model.eval()
     meta = {"dataset": data.name, "classes": list(data.classes),
             "n_channels": data.n_channels, "max_len": data.n_steps, **scaling,
@@ -323,6 +327,49 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, log, progress_
             "stopped_early": st["stopped_early"], "resumed_from": resumed, "seconds": secs,
             "samples_per_s": n_trained / secs if secs > 0 and n_trained else float("nan"),
             "meta": meta}
+
+
+@torch.no_grad()
+def recompute_bn_stats(model: nn.Module, x: torch.Tensor, mask: torch.Tensor | None = None,
+                       batch: int = 256) -> int:
+    """Replace every batch norm's running mean and variance by their values over ``x``
+    ([N, C, T], already scaled as the model sees it; ``mask`` [N, T]) and leave the model in
+    eval mode. Returns the number of batch-norm layers recomputed (0: nothing to do).
+
+    The running averages left by training weight the last ~10 batches (momentum 0.1); on the
+    small UCR sets (batches of 8 series) they are noisy, and they lag the weights they are
+    used with. Here each layer sees the whole split ("precise BN", Wu & Johnson 2021): one
+    pass in chunks of ``batch`` series, averaged with equal weight per chunk
+    (``momentum=None``); with N ≤ batch the statistics are those of the split itself.
+    """
+    bns = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)
+           and m.track_running_stats]
+    if not bns:
+        model.eval()
+        return 0
+    if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
+        raise ConfigError(f"batch must be an integer ≥ 1, got {batch!r}")
+    if x.ndim != 3 or len(x) == 0:
+        raise DataError(f"recompute_bn_stats needs series [N, C, T] with N ≥ 1, got shape "
+                        f"{tuple(x.shape)}")
+    momenta = [m.momentum for m in bns]
+    # train mode makes the blocks use batch statistics (and not their fused eval path); the
+    # dropout layers stay off, so the pass is deterministic
+    model.train()
+    for m in model.modules():
+        if isinstance(m, (nn.Dropout, MultiHeadAttention)):
+            m.eval()
+    try:
+        for m in bns:
+            m.reset_running_stats()
+            m.momentum = None
+        for i in range(0, len(x), batch):
+            model(x[i:i + batch], None if mask is None else mask[i:i + batch])
+    finally:
+        for m, mom in zip(bns, momenta):
+            m.momentum = mom
+        model.eval()
+    return len(bns)
 
 
 def _check_resume(path: Path, saved: dict, now: dict) -> None:

@@ -1,0 +1,167 @@
+"""Batch-norm statistics of kairo's ResNet after training: the running averages PyTorch leaves
+(momentum 0.1, the default ``--bn-stats running``) against statistics recomputed over the
+whole training split (``--bn-stats recompute``), scored on the SAME trained weights.
+
+Each run is exactly a refit run of ``kairo tsc benchmark --encoders resnet --pools mean
+--layers 3`` (no hold-out, weights of the lowest training loss); its model is scored on the
+test split as trained, then again after ``recompute_bn_stats`` on its training series. The
+pairing removes the seed-to-seed spread (5–7 test series on ArrowHead) from the comparison.
+Fawaz et al.'s five ResNet runs per dataset (``_published.py``) are the reference.
+
+Protocol, fixed before the first run (2026-12-01): the datasets, seeds, epochs and batch sizes
+are those of docs/attention.md's benchmark commands (ArrowHead seeds 0–19, GunPoint 0–9,
+ItalyPowerDemand 0–2 at 600 epochs / batch 8; OSULeaf 0–5, ACSF1 0–1 at 300 / batch 16).
+``recompute`` becomes the default only if (a) on no dataset its mean test accuracy is lower
+than ``running``'s by more than one test series, and (b) the mean of the per-dataset paired
+differences is above zero. Otherwise the default stays and the result is reported as it is.
+
+    python benchmarks/resnet_bn_stats.py --datasets ArrowHead,GunPoint,ItalyPowerDemand \\
+        --out benchmarks/results/resnet_bn_stats_short.json            # ~45 min on 2 cores
+    python benchmarks/resnet_bn_stats.py --datasets OSULeaf,ACSF1 \\
+        --out benchmarks/results/resnet_bn_stats_long.json             # ~45 min on 2 cores
+    python benchmarks/resnet_bn_stats.py --quick     # GunPoint, 2 seeds × 5 epochs: a smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import platform
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import atomic_write_json, loadavg  # noqa: E402
+
+# dataset → (seeds, epochs, batch): the settings of docs/attention.md's benchmark commands
+PROTOCOL = {"ArrowHead": (20, 600, 8), "GunPoint": (10, 600, 8),
+            "ItalyPowerDemand": (3, 600, 8), "OSULeaf": (6, 300, 16), "ACSF1": (2, 300, 16)}
+
+
+def paired_run(job: dict) -> dict:
+    """One refit run (in a worker): fit, test as trained, recompute the statistics, test."""
+    import torch
+
+    from kairo.attention import _compare, _train
+    from kairo.attention._configs import ModelConfig, TrainConfig
+
+    torch.set_num_threads(job["threads"])
+    train, test = _compare._data(job["dataset"], job["mnist1d_length"])
+    t0 = time.perf_counter()
+    res = _train.fit(ModelConfig(**job["model"]), TrainConfig(**job["train"]), train,
+                     log=lambda *_: None, progress_bar=False)
+    model = res["model"]
+    running = _train.evaluate(model, test)["accuracy"]
+    recomputed = copy.deepcopy(model)
+    x = torch.from_numpy(_train.scale_input(train.x, train.mask, res["meta"]))
+    mask = None if train.mask is None else torch.from_numpy(train.mask)
+    n_bn = _train.recompute_bn_stats(recomputed, x, mask)
+    recompute = _train.evaluate(recomputed, test)["accuracy"]
+    return {"dataset": job["dataset"], "seed": job["train"]["seed"],
+            "running": running, "recompute": recompute, "n_test": len(test),
+            "n_bn_layers": n_bn, "best_epoch": res["best_epoch"],
+            "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def summarize(rows, datasets) -> dict:
+    import numpy as np
+    from scipy import stats
+
+    from kairo.attention._compare import resnet_test
+    from kairo.attention._published import RESNET_FAWAZ2019_RUNS
+
+    out = {}
+    for ds in datasets:
+        r = [row for row in rows if row["dataset"] == ds]
+        a = np.array([row["running"] for row in r])
+        b = np.array([row["recompute"] for row in r])
+        d = b - a
+        rec = {"seeds": [row["seed"] for row in r], "n_test": r[0]["n_test"],
+               "running": a.tolist(), "recompute": b.tolist(),
+               "running_mean": float(a.mean()), "recompute_mean": float(b.mean()),
+               "running_sd": float(a.std(ddof=1)) if len(a) > 1 else 0.0,
+               "recompute_sd": float(b.std(ddof=1)) if len(b) > 1 else 0.0,
+               "paired_diff": float(d.mean()),
+               "wins_ties_losses": [int((d > 0).sum()), int((d == 0).sum()), int((d < 0).sum())],
+               "paired_t_p": (float(stats.ttest_rel(b, a).pvalue)
+                              if len(d) > 1 and d.std() > 0 else float("nan")),
+               "resnet_fawaz_mean": (float(np.mean(RESNET_FAWAZ2019_RUNS[ds]))
+                                     if ds in RESNET_FAWAZ2019_RUNS else None),
+               "welch_p_vs_resnet_running": resnet_test(a, ds),
+               "welch_p_vs_resnet_recompute": resnet_test(b, ds)}
+        out[ds] = rec
+    return out
+
+
+def decide(summary: dict) -> dict:
+    """The rule fixed before the runs (module docstring); needs all five datasets."""
+    missing = sorted(set(PROTOCOL) - set(summary))
+    if missing:
+        return {"decided": False, "why": f"needs all five datasets; missing {missing}"}
+    worst = {ds: s["paired_diff"] * s["n_test"] for ds, s in summary.items()}
+    a = all(v >= -1 for v in worst.values())
+    mean_diff = sum(s["paired_diff"] for s in summary.values()) / len(summary)
+    return {"decided": True, "no_dataset_loses_more_than_one_series": a,
+            "mean_paired_diff": mean_diff, "adopt_recompute": bool(a and mean_diff > 0),
+            "diff_in_test_series": worst}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--datasets", default=",".join(PROTOCOL))
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--quick", action="store_true", help="GunPoint, 2 seeds × 5 epochs")
+    ap.add_argument("--decide", nargs="*", default=None, metavar="JSON",
+                    help="apply the rule to the summaries of these result files and print it")
+    ap.add_argument("--out", default="benchmarks/results/resnet_bn_stats.json")
+    args = ap.parse_args(argv)
+
+    if args.decide is not None:
+        import json
+
+        merged = {}
+        for p in args.decide:
+            merged.update(json.loads(Path(p).read_text())["summary"])
+        print(json.dumps(decide(merged), indent=2))
+        return 0
+
+    from kairo.attention._compare import run_grid
+    from kairo.attention._configs import ModelConfig, TrainConfig
+
+    datasets = [d.strip() for d in args.datasets.split(",") if d.strip()]
+    bad = [d for d in datasets if d not in PROTOCOL]
+    if bad or not datasets:
+        ap.error(f"--datasets: choose from {', '.join(PROTOCOL)}; got {bad or 'nothing'}")
+    protocol = {"GunPoint": (2, 5, 8)} if args.quick else {d: PROTOCOL[d] for d in datasets}
+    model = ModelConfig(encoder="resnet", pool="mean", layers=3).__dict__
+    jobs = []
+    for ds, (seeds, epochs, batch) in protocol.items():
+        for seed in range(seeds):
+            train = TrainConfig(epochs=epochs, batch=batch, val_fraction=0.0, seed=seed,
+                                threads=1).__dict__
+            jobs.append({"dataset": ds, "model": dict(model), "train": dict(train),
+                         "threads": 1, "mnist1d_length": 40})
+    import torch
+
+    t0, load0 = time.perf_counter(), loadavg()
+    rows = run_grid(jobs, args.workers, progress_bar=None, run=paired_run).to_dict("records")
+    summary = summarize(rows, list(protocol))
+    result = {"benchmark": "resnet_bn_stats", "protocol": {k: dict(zip(
+                  ("seeds", "epochs", "batch"), v)) for k, v in protocol.items()},
+              "torch": torch.__version__, "python": platform.python_version(),
+              "workers": args.workers, "wall_s": round(time.perf_counter() - t0, 1),
+              "loadavg_before": load0, "loadavg_after": loadavg(),
+              "runs": rows, "summary": summary, "decision": decide(summary)}
+    atomic_write_json(Path(args.out), result)
+    for ds, s in summary.items():
+        print(f"{ds:17s} running {s['running_mean']:.3f} ± {s['running_sd']:.3f}  recompute "
+              f"{s['recompute_mean']:.3f} ± {s['recompute_sd']:.3f}  diff "
+              f"{s['paired_diff']:+.3f} (w/t/l {s['wins_ties_losses']}, p "
+              f"{s['paired_t_p']:.2f})  ResNet {s['resnet_fawaz_mean']}")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
