@@ -44,7 +44,7 @@ def _same_weights(a: dict, b: dict) -> bool:
     ("seed", -1), ("znorm", "yes"), ("znorm", 1), ("label_smoothing", 1.0), ("max_grad_norm", -0.5),
     ("checkpoint_every", 0), ("threads", -2), ("device", "tpu"), ("epochs", True),
     ("plateau_patience", -1), ("plateau_factor", 1.0), ("plateau_factor", 0.0),
-    ("min_lr", -1e-4)])
+    ("min_lr", -1e-4), ("bn_stats", "precise"), ("bn_stats", True)])
 def test_bad_train_config_names_the_field(field, value):
     with pytest.raises(ConfigError, match=f"train field '{field}'"):
         TrainConfig(**{field: value})
@@ -236,6 +236,79 @@ def test_variable_length_data_and_no_validation_set():
     assert r["best_epoch"] == int(np.argmin(losses)) + 1
     pred, proba = predict(r["model"], data.x, data.mask)
     assert pred.shape == (24,) and proba.shape == (24, 2)
+
+
+# ---------------------------------------------------------------------------- batch-norm statistics
+def _first_bn_input(model, x):
+    """What the first batch norm of a channels-last ResNet block normalizes: conv0(x)."""
+    from kairo.attention._encoders import _conv
+
+    blk = model.encoder.blocks[0]
+    xx = x.unsqueeze(2).contiguous(memory_format=torch.channels_last)
+    k = blk.kernel_sizes[0]
+    return _conv(blk.convs[0], torch.nn.functional.pad(xx, (0, 1)) if k % 2 == 0 else xx)
+
+
+@pytest.mark.parametrize("batch", [256, 7])
+def test_recompute_bn_stats_gives_the_statistics_of_the_whole_split(gunpoint, batch):
+    tr, _ = gunpoint
+    torch.manual_seed(0)
+    model = T._build(RESNET, 1, 2, tr.n_steps)
+    model.train()
+    x = torch.from_numpy(znormalize(tr.x))
+    model(x[:8])                                          # running stats of one batch of 8
+    bns = [m for m in model.modules() if isinstance(m, torch.nn.BatchNorm1d)]
+    assert T.recompute_bn_stats(model, x, batch=batch) == len(bns) >= 3
+    assert not model.training and all(m.momentum == 0.1 for m in bns)
+    y = _first_bn_input(model, x).detach()
+    bn = model.encoder.blocks[0].norms[0]
+    if batch >= len(x):        # one pass: exactly the split's mean and unbiased variance
+        torch.testing.assert_close(bn.running_mean, y.mean((0, 2, 3)), atol=1e-5, rtol=1e-4)
+        torch.testing.assert_close(bn.running_var, y.var((0, 2, 3)), atol=1e-5, rtol=1e-4)
+    else:                      # chunks: the equal-weight mean of the chunks' means
+        chunks = [c.mean((0, 2, 3)) for c in y.tensor_split(-(-len(y) // batch))]
+        assert len(chunks) == 8                            # 50 series: 6 or 7 per chunk
+        torch.testing.assert_close(bn.running_mean, torch.stack(chunks).mean(0), atol=1e-5,
+                                   rtol=1e-4)
+    # the weights are untouched and a second pass gives the same statistics (no dropout, no
+    # memory of the earlier state)
+    before = _weights(model)
+    T.recompute_bn_stats(model, x, batch=batch)
+    assert _same_weights(before, _weights(model))
+
+
+def test_recompute_bn_stats_ignores_padding_masks_and_models_without_batch_norm():
+    torch.manual_seed(0)
+    tiny = T._build(TINY, 1, 2, 50)
+    before = _weights(tiny)
+    assert T.recompute_bn_stats(tiny, torch.randn(4, 1, 50)) == 0
+    assert _same_weights(before, _weights(tiny)) and not tiny.training
+    res = T._build(RESNET, 1, 2, 50)
+    with pytest.raises(ConfigError, match="batch must be an integer"):
+        T.recompute_bn_stats(res, torch.randn(4, 1, 50), batch=0)
+    with pytest.raises(DataError, match=r"\[N, C, T\] with N ≥ 1"):
+        T.recompute_bn_stats(res, torch.randn(1, 50))
+    with pytest.raises(DataError, match="N ≥ 1"):
+        T.recompute_bn_stats(res, torch.randn(0, 1, 50))
+
+
+def test_fit_recomputes_bn_stats_on_the_fit_series_only(gunpoint):
+    tr, te = gunpoint
+    cfg = TrainConfig(epochs=3, batch=16, seed=0, threads=1, val_fraction=0.2, patience=0)
+    a = fit(RESNET, cfg, tr, **QUIET)
+    b = fit(RESNET, dataclasses.replace(cfg, bn_stats="recompute"), tr, **QUIET)
+    wa, wb = _weights(a["model"]), _weights(b["model"])
+    stats = [k for k in wa if k.endswith(("running_mean", "running_var"))]
+    # same training; only the statistics differ
+    assert all(torch.equal(wa[k], wb[k]) for k in wa if k not in stats and
+               not k.endswith("num_batches_tracked"))
+    assert not all(torch.equal(wa[k], wb[k]) for k in stats)
+    # …and they are those of the fit indices (the validation hold-out excluded)
+    fit_idx, _ = stratified_split(tr.y, 0.2, 0)
+    x = torch.from_numpy(znormalize(tr.x))
+    T.recompute_bn_stats(a["model"], x[torch.from_numpy(fit_idx)])
+    assert all(torch.allclose(_weights(a["model"])[k], wb[k], atol=1e-6) for k in stats)
+    assert b["meta"]["train_config"]["bn_stats"] == "recompute"
 
 
 def test_bad_fit_arguments(gunpoint):

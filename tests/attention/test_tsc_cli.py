@@ -197,6 +197,7 @@ def test_pooling_tests_known_values():
     (["tsc", "benchmark", "--first-seed", "-1"], "first_seed ≥ 0"),
     (["tsc", "train", "--crop", "1.0"], "train field 'crop'"),
     (["tsc", "train", "--znorm", "robust"], "'znorm' must be one of auto, series, channel"),
+    (["tsc", "benchmark", "--bn-stats", "precise"], "'bn_stats' must be one of running, recompute"),
     (["tsc", "evaluate", "--model", "/no/such/model.pt"], "model.pt"),
 ])
 def test_bad_input_gets_a_clear_error(argv, fragment, tmp_path, capsys):

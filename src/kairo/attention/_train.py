@@ -339,7 +339,7 @@ def recompute_bn_stats(model: nn.Module, x: torch.Tensor, mask: torch.Tensor | N
     The running averages left by training weight the last ~10 batches (momentum 0.1); on the
     small UCR sets (batches of 8 series) they are noisy, and they lag the weights they are
     used with. Here each layer sees the whole split ("precise BN", Wu & Johnson 2021): one
-    pass in chunks of ``batch`` series, averaged with equal weight per chunk
+    pass in ceil(N / ``batch``) chunks of nearly equal size, averaged with equal weights
     (``momentum=None``); with N ≤ batch the statistics are those of the split itself.
     """
     bns = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)
@@ -363,8 +363,9 @@ def recompute_bn_stats(model: nn.Module, x: torch.Tensor, mask: torch.Tensor | N
         for m in bns:
             m.reset_running_stats()
             m.momentum = None
-        for i in range(0, len(x), batch):
-            model(x[i:i + batch], None if mask is None else mask[i:i + batch])
+        # chunks of (nearly) equal size, so that their equal weights are the split's
+        for idx in torch.arange(len(x), device=x.device).tensor_split(-(-len(x) // batch)):
+            model(x[idx], None if mask is None else mask[idx])
     finally:
         for m, mom in zip(bns, momenta):
             m.momentum = mom
