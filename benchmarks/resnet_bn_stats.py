@@ -19,7 +19,7 @@ Second protocol, fixed after the first three datasets of the first had run (Arro
 GunPoint, ItalyPowerDemand: no difference at 600 epochs) and before any run of its own:
 ``--protocol train`` scores the same pairs under ``kairo tsc train --encoder resnet --pool
 mean``'s defaults (2 blocks, 200 epochs, batch 32, a 20 % hold-out with early stopping,
-patience 30), seeds 0–4 on all five datasets, statistics recomputed over the fit series only.
+patience 30), seeds 0–2 on all five datasets, statistics recomputed over the fit series only.
 There training stops while the weights still move, which is where the running averages lag.
 ``recompute`` becomes the default if the first protocol's rule (a) holds and here its mean is
 higher on at least four of the five datasets and lower on none by more than one test series.
@@ -139,7 +139,7 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="GunPoint, 2 seeds × 5 epochs")
     ap.add_argument("--protocol", choices=("benchmark", "train"), default="benchmark",
                     help="benchmark: refit runs of kairo tsc benchmark (PROTOCOL); train: kairo "
-                         "tsc train's defaults, seeds 0-4")
+                         "tsc train's defaults, seeds 0-2")
     ap.add_argument("--decide", nargs="*", default=None, metavar="JSON",
                     help="apply the rules to the summaries of these result files (each file's "
                          "protocol is read from it) and print the decision")
@@ -165,7 +165,7 @@ def main(argv=None) -> int:
         ap.error(f"--datasets: choose from {', '.join(PROTOCOL)}; got {bad or 'nothing'}")
     if args.protocol == "train":      # kairo tsc train's defaults: hold-out, early stopping
         t = TrainConfig()
-        protocol = {d: (5, t.epochs, t.batch) for d in datasets}
+        protocol = {d: (3, t.epochs, t.batch) for d in datasets}
         model = ModelConfig(encoder="resnet", pool="mean").__dict__
         val = t.val_fraction
     else:
