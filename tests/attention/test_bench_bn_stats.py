@@ -37,6 +37,10 @@ def test_the_benchmark_rule(bench):
     assert not d["no_dataset_loses_more_than_one_series"] and not d["adopt_recompute"]
     d = bench.decide(_summary(bench, {"ArrowHead": 5, "ACSF1": -1}))
     assert d["adopt_recompute"] and d["diff_in_test_series"]["ACSF1"] == pytest.approx(-1)
+    # exactly one series lost, as floats compute it (0.92 − 0.93 of 100 is −1.0000000000000009)
+    summ = _summary(bench, {"ArrowHead": 5})
+    summ["ACSF1"]["paired_diff"] = 0.92 - 0.93
+    assert bench.decide(summ)["no_dataset_loses_more_than_one_series"]
 
 
 def test_the_train_rule_needs_four_gains_and_no_loss(bench):

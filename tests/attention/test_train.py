@@ -54,7 +54,8 @@ def test_train_config_defaults_and_build_config():
     cfg = TrainConfig()
     assert (cfg.epochs, cfg.batch, cfg.lr, cfg.weight_decay, cfg.schedule, cfg.val_fraction,
             cfg.patience, cfg.seed, cfg.znorm, cfg.label_smoothing, cfg.max_grad_norm,
-            cfg.threads) == (200, 32, 1e-3, 1e-2, "cosine", 0.2, 30, 0, "auto", 0.0, 1.0, 0)
+            cfg.threads, cfg.bn_stats) == (200, 32, 1e-3, 1e-2, "cosine", 0.2, 30, 0, "auto", 0.0,
+                                           1.0, 0, "recompute")
     cfg = build_config(TrainConfig, {"epochs": "7", "schedule": "onecycle"}, {"lr": "0.01"})
     assert (cfg.epochs, cfg.schedule, cfg.lr) == (7, "onecycle", 0.01)
     with pytest.raises(ConfigError, match="warmup' must be > 0 for the onecycle"):
@@ -294,7 +295,8 @@ def test_recompute_bn_stats_ignores_padding_masks_and_models_without_batch_norm(
 
 def test_fit_recomputes_bn_stats_on_the_fit_series_only(gunpoint):
     tr, te = gunpoint
-    cfg = TrainConfig(epochs=3, batch=16, seed=0, threads=1, val_fraction=0.2, patience=0)
+    cfg = TrainConfig(epochs=3, batch=16, seed=0, threads=1, val_fraction=0.2, patience=0,
+                      bn_stats="running")
     a = fit(RESNET, cfg, tr, **QUIET)
     b = fit(RESNET, dataclasses.replace(cfg, bn_stats="recompute"), tr, **QUIET)
     wa, wb = _weights(a["model"]), _weights(b["model"])

@@ -30,7 +30,8 @@ DEVICES = ("cpu", "cuda", "auto")
 # auto = series for one channel, channel for several (resolved by the trainer, see fit)
 ZNORMS = ("auto", "series", "channel", "none")
 # the batch-norm statistics an eval-mode model uses: the running averages left by training
-# (PyTorch's momentum 0.1), or recomputed over the whole training split after training
+# (PyTorch's momentum 0.1), or recomputed over the whole training split after training (the
+# default since 2026-12-01: benchmarks/resnet_bn_stats.py, docs/attention.md)
 BN_STATS = ("running", "recompute")
 
 
@@ -133,7 +134,7 @@ class TrainConfig:
     scaling: float = 0.0              # augmentation: per-series amplitude factor 1 + N(0, sd²)
     time_warp: float = 0.0            # augmentation: log-speed sd of a random smooth time map
     crop: float = 0.0                 # augmentation: window slicing, fraction cut off (< 1)
-    bn_stats: str = "running"         # running, recompute (batch-norm statistics after training)
+    bn_stats: str = "recompute"       # running, recompute (batch-norm statistics after training)
     checkpoint_every: int = 10        # epochs between checkpoints (when a path is given)
     threads: int = 0                  # torch CPU threads; 0 = torch's default
     device: str = "cpu"               # cpu, cuda, auto (cuda when available)

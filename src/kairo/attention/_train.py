@@ -32,8 +32,8 @@ __all__ = ["TrainConfig", "fit", "save_classifier", "load_classifier", "predict"
 
 _CKPT_FORMAT = "kairo.attention.checkpoint"
 _MODEL_FORMAT = "kairo.attention.classifier"
-# fields that do not change what is computed, so a run may resume with other values
-_RESUME_FREE = ("checkpoint_every", "threads", "device")
+# options that do not change the training trajectory (bn_stats acts after the last epoch)
+_RESUME_FREE = ("checkpoint_every", "threads", "device", "bn_stats")
 
 
 # ---------------------------------------------------------------------------- helpers
