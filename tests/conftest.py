@@ -59,3 +59,24 @@ def small():
                       "celltype": np.repeat(["sensory", "inter", "DN-VNC"], n // 3)},
                      index=pd.Index(np.arange(1000, 1000 + n), name="id"))
     return Connectome(m, t, name="small")
+
+
+@pytest.fixture(scope="session")
+def load_benchmark():
+    """name → the module benchmarks/<name>.py, imported as when run as a script (its folder on
+    the path, for benchmarks/_common.py)."""
+    import importlib.util
+    import sys
+
+    folder = Path(__file__).resolve().parents[1] / "benchmarks"
+
+    def load(name: str):
+        sys.path.insert(0, str(folder))
+        try:
+            spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+        finally:
+            sys.path.remove(str(folder))
+        return mod
+    return load

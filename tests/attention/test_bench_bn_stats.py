@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "resnet_bn_stats.py"
 
 
 @pytest.fixture(scope="module")
-def bench():
-    sys.path.insert(0, str(BENCH.parent))
-    try:
-        spec = importlib.util.spec_from_file_location("resnet_bn_stats", BENCH)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-    finally:
-        sys.path.remove(str(BENCH.parent))
-    return mod
+def bench(load_benchmark):
+    return load_benchmark("resnet_bn_stats")
 
 
 def _summary(bench, series: dict, n_test: int = 100) -> dict:

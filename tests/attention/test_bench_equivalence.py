@@ -4,29 +4,17 @@ without a key-padding mask) and the same gradients; swapping k and v breaks the 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
 from kairo._errors import ConfigError
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "attention_speed.py"
 
 
 @pytest.fixture(scope="module")
-def bench():
-    # as when run as a script, its folder is on the path (for benchmarks/_common.py)
-    sys.path.insert(0, str(BENCH.parent))
-    try:
-        spec = importlib.util.spec_from_file_location("attention_speed", BENCH)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-    finally:
-        sys.path.remove(str(BENCH.parent))
-    return mod
+def bench(load_benchmark):
+    return load_benchmark("attention_speed")
 
 
 @pytest.fixture(autouse=True)
