@@ -51,3 +51,24 @@ def test_an_incomplete_protocol_decides_nothing(bench):
     assert not d["decided"] and "OSULeaf" in d["why"]
     d = bench.decide(_summary(bench, {}), part)
     assert not d["decided"] and "train protocol" in d["why"]
+
+
+def test_paired_run_scores_the_running_averages_whatever_the_default(bench):
+    import dataclasses
+
+    from kairo.attention import _compare, _train
+    from kairo.attention._configs import ModelConfig, TrainConfig
+
+    model = ModelConfig(encoder="resnet", pool="mean", d_model=8, layers=1)
+    train = TrainConfig(epochs=2, batch=16, val_fraction=0.0, seed=0, threads=1)
+    assert train.bn_stats == "recompute"                       # the default
+    row = bench.paired_run({"dataset": "GunPoint", "model": dataclasses.asdict(model),
+                            "train": dataclasses.asdict(train), "threads": 1,
+                            "mnist1d_length": 40})
+    tr, te = _compare._data("GunPoint", 40)
+    quiet = dict(log=lambda *_: None, progress_bar=False)
+    as_trained = _train.fit(model, dataclasses.replace(train, bn_stats="running"), tr, **quiet)
+    recomputed = _train.fit(model, train, tr, **quiet)
+    assert row["running"] == _train.evaluate(as_trained["model"], te)["accuracy"]
+    assert row["recompute"] == _train.evaluate(recomputed["model"], te)["accuracy"]
+    assert row["running"] != row["recompute"] and row["n_bn_layers"] == 4
