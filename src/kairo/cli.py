@@ -117,7 +117,15 @@ _TSC_HELP = {
     "input": "series to classify: .ts, .csv or .npz/.npy",
     "seeds": "training seeds per configuration",
     "first_seed": "the first training seed (seeds run first_seed, first_seed+1, …)",
-    "reuse": "runs.csv of an earlier compare-pooling/benchmark run (the grid is not retrained)",
+    "reuse": "runs.csv of an earlier compare-pooling/benchmark run, or with --select cv the "
+             "cv_runs.csv of an earlier benchmark (the grid is not retrained)",
+    "select": "benchmark: how a configuration is chosen on the training split: holdout (the "
+              "best validation accuracy) or cv (stratified k-fold cross-validation, each fold "
+              "trained like the refit)",
+    "folds": "benchmark --select cv: number of stratified folds",
+    "cv_repeats": "benchmark --select cv: repeats of the k-fold split (seeds first_seed, …)",
+    "time_warps": "benchmark: comma-separated time-warp candidates to choose from (e.g. 0,0.2); "
+                  "empty = just --time-warp",
     "refit": "train the chosen configuration again on the whole training split (no hold-out, "
              "all epochs) and report those runs",
     "samples": "comma-separated series indices",
@@ -412,7 +420,8 @@ def build_parser() -> argparse.ArgumentParser:
             ("compare-pooling", tcmp.CompareConfig, "every pooling head × encoder × dataset × "
              "seed, with paired tests against mean pooling", True),
             ("benchmark", tcmp.BenchmarkConfig, "the best configuration per dataset (chosen on "
-             "validation) next to published results", True),
+             "the training split: validation hold-out or k-fold CV) next to published results",
+             True),
             ("maps", tcmd.MapsConfig, "pooling weights and self-attention of a trained model "
              "for chosen series (figures)", True),
             ("encodings", tcmd.EncodingsConfig, "heatmap of the sinusoidal positional encoding",

@@ -1,6 +1,7 @@
 """Grids of training runs: ``kairo tsc compare-pooling`` (every pooling head × encoder ×
 dataset × seed, with paired tests against mean pooling) and ``kairo tsc benchmark`` (the best
-configuration per dataset, chosen on validation accuracy, next to published results)."""
+configuration per dataset, chosen on the training split only — a validation hold-out or
+stratified k-fold cross-validation — next to published results)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from kairo.attention._commands import _flat, split_config
 from kairo.attention._configs import ENCODERS, POOLS, ModelConfig, TrainConfig
 
 __all__ = ["CompareConfig", "BenchmarkConfig", "run_grid", "pooling_tests", "summarize",
-           "comparison_figure", "run_compare", "run_benchmark", "resnet_test", "UNIVARIATE"]
+           "cv_folds", "cv_summary", "comparison_figure", "run_compare", "run_benchmark",
+           "resnet_test", "UNIVARIATE"]
 
 # aeon's shipped univariate classification sets with published ResNet figures or results
 UNIVARIATE = ("ACSF1", "ArrowHead", "GunPoint", "ItalyPowerDemand", "OSULeaf")
@@ -30,6 +32,9 @@ _GRID = [("datasets", tuple[str, ...], field(default=("GunPoint", "ArrowHead",
          ("first_seed", int, field(default=0)),      # seeds first_seed … first_seed+seeds-1
          ("workers", int, field(default=0)),          # processes; 0 = one per core
          ("mnist1d_length", int, field(default=40))]
+
+
+SELECTS = ("holdout", "cv")
 
 
 def _check_grid(cfg) -> None:
@@ -48,16 +53,44 @@ def _check_grid(cfg) -> None:
 CompareConfig = _flat("CompareConfig", ModelConfig, TrainConfig, extra=_GRID,
                       exclude=("encoder", "pool", "seed"), check=_check_grid)
 CompareConfig.__doc__ = "``kairo tsc compare-pooling``: a grid of pooling heads × encoders."
+def _check_benchmark(cfg) -> None:
+    _check_grid(cfg)
+    if cfg.select not in SELECTS:
+        raise ConfigError(f"select must be one of {', '.join(SELECTS)}; got {cfg.select!r}")
+    if isinstance(cfg.folds, bool) or not isinstance(cfg.folds, int) or cfg.folds < 2:
+        raise ConfigError(f"folds must be an integer ≥ 2, got {cfg.folds!r}")
+    if isinstance(cfg.cv_repeats, bool) or not isinstance(cfg.cv_repeats, int) or \
+            cfg.cv_repeats < 1:
+        raise ConfigError(f"cv_repeats must be an integer ≥ 1, got {cfg.cv_repeats!r}")
+    for tw in cfg.time_warps:         # each candidate must be a valid TrainConfig.time_warp
+        try:
+            TrainConfig(time_warp=tw)
+        except ConfigError:
+            raise ConfigError(f"time_warps: each candidate must be a finite number ≥ 0 (a "
+                              f"log-speed sd), got {tw!r}") from None
+    if len(set(cfg.time_warps)) != len(cfg.time_warps):
+        raise ConfigError(f"time_warps lists a candidate twice: {cfg.time_warps}")
+    if cfg.select == "cv" and not cfg.refit:
+        raise ConfigError("select cv needs refit: cross-validation never touches the test "
+                          "split, so only the refit runs give test accuracy")
+
+
 BenchmarkConfig = _flat(
     "BenchmarkConfig", ModelConfig, TrainConfig,
     extra=[g for g in _GRID if g[0] != "datasets"] +
           [("datasets", tuple[str, ...], field(default=UNIVARIATE)),
            ("reuse", str, field(default="")),
-           ("refit", bool, field(default=True))],
-    exclude=("encoder", "pool", "seed"), check=_check_grid)
+           ("refit", bool, field(default=True)),
+           ("select", str, field(default="holdout")),     # holdout, cv
+           ("folds", int, field(default=5)),              # cv: stratified folds
+           ("cv_repeats", int, field(default=1)),         # cv: shuffles (seeds first_seed…)
+           ("time_warps", tuple[float, ...], field(default=()))],   # () = just --time-warp
+    exclude=("encoder", "pool", "seed"), check=_check_benchmark)
 BenchmarkConfig.__doc__ = ("``kairo tsc benchmark``: the best configuration per dataset "
-                           "(by validation accuracy), refit on the whole training split, "
-                           "against published results.")
+                           "(encoder × pooling head × time-warp candidate, chosen on a "
+                           "validation hold-out or by k-fold cross-validation of the training "
+                           "split), refit on the whole training split, against published "
+                           "results.")
 
 
 # ---------------------------------------------------------------------------- running
@@ -86,31 +119,67 @@ def _one(job: dict) -> dict:
     train, test = _data(job["dataset"], job["mnist1d_length"])
     mcfg = ModelConfig(**job["model"])
     tcfg = TrainConfig(**job["train"])
+    fold = job.get("fold")
+    if fold is not None:
+        # a cross-validation fold: train on the other folds, score the held-out one; the
+        # test split is not touched
+        fit_idx, score_idx = cv_folds(train.y, fold["folds"], fold["split_seed"])[fold["index"]]
+        train, scored = train.subset(fit_idx), train.subset(score_idx)
     t0 = time.perf_counter()
     res = _train.fit(mcfg, tcfg, train, log=lambda *_: None, progress_bar=False)
-    rep = _train.evaluate(res["model"], test)
     hist = res["history"]
     best = next((h for h in hist if h["epoch"] == res["best_epoch"]), hist[-1])
-    return {"dataset": job["dataset"], "encoder": mcfg.encoder, "pool": mcfg.pool,
-            "seed": tcfg.seed, "test_accuracy": rep["accuracy"], "test_macro_f1": rep["f1_macro"],
-            "val_accuracy": best.get("val_acc", float("nan")), "best_epoch": res["best_epoch"],
-            "epochs_run": len(hist), "seconds": time.perf_counter() - t0,
-            "n_params": int(sum(p.numel() for p in res["model"].parameters()))}
+    row = {"dataset": job["dataset"], "encoder": mcfg.encoder, "pool": mcfg.pool,
+           "time_warp": tcfg.time_warp, "seed": tcfg.seed}
+    if fold is None:
+        rep = _train.evaluate(res["model"], test)
+        row.update(test_accuracy=rep["accuracy"], test_macro_f1=rep["f1_macro"],
+                   val_accuracy=best.get("val_acc", float("nan")))
+    else:
+        pred = _train.evaluate(res["model"], scored)["pred"]
+        row.update(fold=fold["index"], cv_hits=int((pred == scored.y).sum()),
+                   cv_n=len(scored))
+    row.update(best_epoch=res["best_epoch"], epochs_run=len(hist),
+               seconds=time.perf_counter() - t0,
+               n_params=int(sum(p.numel() for p in res["model"].parameters())))
+    return row
 
 
-def _jobs(cfg, combos, datasets=None, **train_overrides) -> list[dict]:
-    """One job per dataset × (encoder, pool) × seed; ``combos`` is a list of (encoder, pool) or
-    a dict dataset → list of them."""
+def cv_folds(y, folds: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Stratified ``folds``-fold split of labels ``y`` (shuffled with ``seed``): a list of
+    (fit indices, held-out indices); every series is held out exactly once."""
+    from sklearn.model_selection import StratifiedKFold
+
+    y = np.asarray(y)
+    counts = np.bincount(y)
+    smallest = int(counts[counts > 0].min()) if len(y) else 0
+    if folds > smallest:
+        raise DataError(f"folds: {folds}-fold cross-validation needs at least {folds} training "
+                        f"series of every class; the smallest class has {smallest}")
+    skf = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
+    return [(a, b) for a, b in skf.split(np.zeros(len(y)), y)]
+
+
+def _jobs(cfg, combos, datasets=None, *, folds: int = 0, seeds: int = 0,
+          **train_overrides) -> list[dict]:
+    """One job per dataset × candidate × seed (× fold when ``folds``); ``combos`` is a list of
+    candidates, (encoder, pool) or (encoder, pool, time_warp), or a dict dataset → list of
+    them. ``seeds`` (default ``cfg.seeds``) counts from ``cfg.first_seed``."""
     mcfg, tcfg = split_config(_with(cfg, encoder=ENCODERS[0], pool=POOLS[0], seed=0))
     jobs = []
     for ds in datasets or cfg.datasets:
-        for enc, pool in (combos[ds] if isinstance(combos, dict) else combos):
-            for seed in range(cfg.first_seed, cfg.first_seed + cfg.seeds):
+        for enc, pool, *tw in (combos[ds] if isinstance(combos, dict) else combos):
+            warp = {"time_warp": float(tw[0])} if tw else {}
+            for seed in range(cfg.first_seed, cfg.first_seed + (seeds or cfg.seeds)):
                 m = dataclasses.replace(mcfg, encoder=enc, pool=pool)
-                t = dataclasses.replace(tcfg, seed=seed, threads=1, **train_overrides)
-                jobs.append({"dataset": ds, "model": dataclasses.asdict(m),
-                             "train": dataclasses.asdict(t), "threads": 1,
-                             "mnist1d_length": cfg.mnist1d_length})
+                t = dataclasses.replace(tcfg, seed=seed, threads=1, **warp, **train_overrides)
+                for index in range(folds) if folds else [None]:
+                    job = {"dataset": ds, "model": dataclasses.asdict(m),
+                           "train": dataclasses.asdict(t), "threads": 1,
+                           "mnist1d_length": cfg.mnist1d_length}
+                    if index is not None:
+                        job["fold"] = {"folds": folds, "index": index, "split_seed": seed}
+                    jobs.append(job)
     return jobs
 
 
@@ -163,8 +232,10 @@ def run_grid(jobs: list[dict], workers: int = 0, progress_bar=None, run=None) ->
 
 # ---------------------------------------------------------------------------- statistics
 def summarize(df: pd.DataFrame) -> pd.DataFrame:
-    """Mean ± sd of test (and validation) accuracy per dataset, encoder and pooling head."""
-    g = df.groupby(["dataset", "encoder", "pool"], sort=False)
+    """Mean ± sd of test (and validation) accuracy per dataset, encoder, pooling head (and
+    time-warp candidate, where the runs record one)."""
+    keys = ["dataset", "encoder", "pool"] + (["time_warp"] if "time_warp" in df else [])
+    g = df.groupby(keys, sort=False)
     out = g.agg(n=("test_accuracy", "size"), test_mean=("test_accuracy", "mean"),
                 test_sd=("test_accuracy", "std"), val_mean=("val_accuracy", "mean"),
                 f1_mean=("test_macro_f1", "mean"), seconds=("seconds", "mean"),
@@ -268,70 +339,135 @@ def resnet_test(accuracies, dataset: str) -> float:
         return float(stats.ttest_ind(acc, ref, equal_var=False).pvalue)
 
 
+def _candidates(cfg) -> list[tuple[str, str, float]]:
+    """The benchmark's candidates in order (ties in selection go to the earlier one)."""
+    warps = cfg.time_warps or (cfg.time_warp,)
+    return [(e, p, float(w)) for e in cfg.encoders for p in cfg.pools for w in warps]
+
+
+def cv_summary(cv: pd.DataFrame) -> pd.DataFrame:
+    """Cross-validated accuracy per dataset and candidate from fold rows (``cv_hits`` of
+    ``cv_n`` held-out series): each repeat's accuracy over all its folds, then the mean (and
+    sd) over repeats; ``cv_series`` counts every held-out prediction."""
+    keys = ["dataset", "encoder", "pool", "time_warp"]
+    rep = cv.groupby(keys + ["seed"], sort=False)[["cv_hits", "cv_n"]].sum().reset_index()
+    rep["acc"] = rep.cv_hits / rep.cv_n
+    return rep.groupby(keys, sort=False).agg(
+        cv_accuracy=("acc", "mean"), cv_sd=("acc", "std"), repeats=("acc", "size"),
+        cv_series=("cv_n", "sum")).reset_index()
+
+
+def _read_reuse(cfg) -> pd.DataFrame:
+    try:
+        df = pd.read_csv(cfg.reuse)
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise DataError(f"--reuse {cfg.reuse}: cannot read the runs table ({exc})") from None
+    if cfg.select == "cv":
+        need = {"dataset", "encoder", "pool", "seed", "fold", "cv_hits", "cv_n"}
+        what = "a cv_runs.csv from kairo tsc benchmark --select cv"
+    else:
+        need = {"dataset", "encoder", "pool", "seed", "test_accuracy", "val_accuracy"}
+        what = "a runs.csv from kairo tsc compare-pooling/benchmark"
+    if not need <= set(df.columns):
+        raise DataError(f"--reuse {cfg.reuse}: expected {what} with columns {sorted(need)}; "
+                        f"it has {sorted(df.columns)}")
+    if "time_warp" not in df:             # tables written before the column existed
+        df["time_warp"] = float(cfg.time_warp)
+    df = df[df.dataset.isin(cfg.datasets)]
+    missing = sorted(set(cfg.datasets) - set(df.dataset))
+    if missing:
+        raise DataError(f"--reuse {cfg.reuse} has no runs for {', '.join(missing)}")
+    return df
+
+
+def _describe_candidate(enc: str, pool: str, warp: float) -> str:
+    return f"{enc} + {pool}" + (f", time warp {warp:g}" if warp else "")
+
+
 def run_benchmark(cfg, rd, progress_bar=None) -> str:
     from kairo.attention._published import published_table
 
+    cands = _candidates(cfg)
     if cfg.reuse:
-        try:
-            df = pd.read_csv(cfg.reuse)
-        except (OSError, pd.errors.ParserError) as exc:
-            raise DataError(f"--reuse {cfg.reuse}: cannot read the runs table ({exc})") from None
-        need = {"dataset", "encoder", "pool", "seed", "test_accuracy", "val_accuracy"}
-        if not need <= set(df.columns):
-            raise DataError(f"--reuse {cfg.reuse}: expected a runs.csv from kairo tsc "
-                            f"compare-pooling/benchmark with columns {sorted(need)}")
-        df = df[df.dataset.isin(cfg.datasets)]
-        missing = sorted(set(cfg.datasets) - set(df.dataset))
-        if missing:
-            raise DataError(f"--reuse {cfg.reuse} has no runs for {', '.join(missing)}")
+        df = _read_reuse(cfg)
+    elif len(cands) == 1 and cfg.refit:
+        # nothing to choose: only the refit runs are trained
+        enc, pool, warp = cands[0]
+        df = pd.DataFrame([{"dataset": ds, "encoder": enc, "pool": pool, "time_warp": warp,
+                            "seed": 0, "test_accuracy": np.nan, "val_accuracy": np.nan,
+                            "test_macro_f1": np.nan, "seconds": np.nan, "n_params": 0}
+                           for ds in cfg.datasets])
+    elif cfg.select == "cv":
+        for ds in cfg.datasets:                   # fail fast, in this process
+            try:
+                cv_folds(_data(ds, cfg.mnist1d_length)[0].y, cfg.folds, 0)
+            except DataError as exc:
+                raise DataError(f"dataset {ds}: {exc}") from None
+        # each fold is trained like the refit (no hold-out, the full epochs), so the CV
+        # accuracy estimates the protocol whose test accuracy is reported
+        df = run_grid(_jobs(cfg, cands, folds=cfg.folds, seeds=cfg.cv_repeats,
+                            val_fraction=0.0), cfg.workers, progress_bar)
     else:
-        combos = [(e, p) for e in cfg.encoders for p in cfg.pools]
-        if len(combos) == 1 and cfg.refit:
-            # nothing to choose: only the refit runs are trained
-            df = pd.DataFrame([{"dataset": ds, "encoder": combos[0][0], "pool": combos[0][1],
-                                "seed": 0, "test_accuracy": np.nan, "val_accuracy": np.nan,
-                                "test_macro_f1": np.nan, "seconds": np.nan, "n_params": 0}
-                               for ds in cfg.datasets])
-        else:
-            df = run_grid(_jobs(cfg, combos), cfg.workers, progress_bar)
-    summary = summarize(df)
-    # the configuration is chosen on validation accuracy only; test accuracy is reported
-    val = summary.val_mean.fillna(-np.inf)       # NaN: no validation hold-out (one combo)
-    best = summary.loc[val.groupby(summary.dataset, sort=False).idxmax()]
-    pub = published_table(list(best.dataset))
-    cols = ["encoder", "pool", "val_mean", "test_mean", "test_sd", "n"]
-    table = best.set_index("dataset")[cols].rename(columns={"test_mean": "kairo",
-                                                            "test_sd": "kairo_sd"})
-    if df.test_accuracy.notna().any():
-        rd.write_table("runs.csv", df)
+        df = run_grid(_jobs(cfg, cands), cfg.workers, progress_bar)
+    cv = "cv_hits" in df
+    keys = ["encoder", "pool", "time_warp"]
+    if cv:
+        summary = cv_summary(df)
+        score = summary.cv_accuracy
+        rd.write_table("cv_runs.csv", df)
+        rd.write_table("selection.csv", summary)
+    else:
+        summary = summarize(df)
+        score = summary.val_mean.fillna(-np.inf)   # NaN: no validation hold-out (one combo)
+        if df.test_accuracy.notna().any():
+            rd.write_table("runs.csv", df)
+    # the configuration is chosen on the training split only (validation accuracy or CV
+    # accuracy; the first candidate wins a tie); test accuracy is reported, never used
+    best = summary.loc[score.groupby(summary.dataset, sort=False).idxmax()]
+    if cv:
+        table = best.set_index("dataset")[keys + ["cv_accuracy", "cv_sd", "repeats"]]
+        table["kairo"], table["kairo_sd"], table["n"] = np.nan, np.nan, 0
+    else:
+        table = best.set_index("dataset")[keys + ["val_mean", "test_mean", "test_sd", "n"]]
+        table = table.rename(columns={"test_mean": "kairo", "test_sd": "kairo_sd"})
     if cfg.refit:
         # the chosen configuration is trained again on the whole training split for the full
         # epochs (no hold-out, weights of the lowest training loss): a few held-out series are
         # a noisy early-stopping signal on small sets and cost the model a fifth of its data
-        chosen = {ds: [(r.encoder, r["pool"])] for ds, r in table.iterrows()}
+        chosen = {ds: [(r.encoder, r["pool"], r.time_warp)] for ds, r in table.iterrows()}
         refit = run_grid(_jobs(cfg, chosen, list(chosen), val_fraction=0.0), cfg.workers,
                          progress_bar)
         rd.write_table("refit_runs.csv", refit)
         g = refit.groupby("dataset", sort=False).test_accuracy
-        table["selection_test"] = table["kairo"]
+        if not cv:
+            table["selection_test"] = table["kairo"]
         table["kairo"], table["kairo_sd"], table["n"] = g.mean(), g.std(), g.size()
         per_seed = {ds: refit.test_accuracy[refit.dataset == ds].to_numpy() for ds in table.index}
     else:
         per_seed = {ds: df.test_accuracy[(df.dataset == ds) & (df.encoder == r.encoder) &
-                                         (df["pool"] == r["pool"])].to_numpy()
+                                         (df["pool"] == r["pool"]) &
+                                         (df.time_warp == r.time_warp)].to_numpy()
                     for ds, r in table.iterrows()}
-    table = table.join(pub)
+    table = table.join(published_table(list(table.index)))
     table["vs ResNet"] = table["kairo"] - table["ResNet (Fawaz 2019)"]
     table["p vs ResNet"] = [resnet_test(per_seed[ds], ds) for ds in table.index]
     rd.write_table("benchmark.csv", table.reset_index())
+    how = (f" (chosen by {cfg.folds}-fold CV × {int(summary.repeats.max())})" if cv else
+           " (chosen on validation)" if summary.val_mean.notna().any() else "")
     lines = [f"{'dataset':18s} {'kairo':>13s} {'ResNet':>7s} {'HC2':>6s} {'Incep.':>6s} "
-             f"{'WEASEL2':>7s} {'FreshP.':>7s}  configuration"
-             + (" (chosen on validation)" if summary.val_mean.notna().any() else "")]
+             f"{'WEASEL2':>7s} {'FreshP.':>7s}  configuration{how}"]
     for ds, r in table.iterrows():
         sd = r.kairo_sd if r.n > 1 else 0.0
         lines.append(f"{ds:18s} {r.kairo:.3f} ± {sd:.3f} {r['ResNet (Fawaz 2019)']:7.3f} "
                      f"{r['HC2']:6.3f} {r['InceptionTime']:6.3f} {r['WEASEL-2.0']:7.3f} "
-                     f"{r['FreshPRINCE']:7.3f}  {r.encoder} + {r['pool']}")
+                     f"{r['FreshPRINCE']:7.3f}  "
+                     f"{_describe_candidate(r.encoder, r['pool'], r.time_warp)}")
+    if cv:
+        lines.append("cross-validated accuracy of each candidate (training split only):")
+        for r in summary.itertuples():
+            what = _describe_candidate(r.encoder, r.pool, r.time_warp)
+            lines.append(f"  {r.dataset:18s} {what:32s} {r.cv_accuracy:.3f} "
+                         f"({r.cv_series} held-out predictions)")
     lines.append(("kairo: the chosen configuration refit on the whole training split (test "
                   "accuracy over seeds)" if cfg.refit else
                   "kairo: the chosen configuration's runs with a validation hold-out"))
