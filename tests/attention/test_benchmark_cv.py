@@ -1,0 +1,149 @@
+"""``kairo tsc benchmark --select cv``: stratified folds of the training split, the pooled CV
+accuracy per candidate, the choice (first candidate wins a tie), the refit of the winner,
+reuse of saved folds, and the errors bad options get."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from kairo._errors import DataError
+from kairo.attention import _train
+from kairo.attention._compare import _one, cv_folds, cv_summary
+from kairo.attention._configs import ModelConfig, TrainConfig
+from kairo.attention._data import load_dataset
+from kairo.cli import main
+
+TINY = ["--epochs", "2", "--d-model", "8", "--layers", "1", "--workers", "1"]
+
+
+def test_cv_folds_partition_and_stratify():
+    y = np.repeat(np.arange(3), [12, 9, 7])
+    folds = cv_folds(y, 4, seed=3)
+    assert len(folds) == 4
+    held = np.concatenate([b for _, b in folds])
+    assert np.array_equal(np.sort(held), np.arange(len(y)))         # each series held out once
+    for fit, out in folds:
+        assert not set(fit) & set(out) and len(fit) + len(out) == len(y)
+        # stratified: each class's held-out count is within one of its share
+        assert np.all(np.abs(np.bincount(y[out], minlength=3) - np.bincount(y) / 4) < 1)
+    again = cv_folds(y, 4, seed=3)
+    assert all(np.array_equal(a[1], b[1]) for a, b in zip(folds, again))     # seeded
+    other = cv_folds(y, 4, seed=4)
+    assert any(not np.array_equal(a[1], b[1]) for a, b in zip(folds, other))
+    with pytest.raises(DataError, match="8-fold .* the smallest class has 7"):
+        cv_folds(y, 8, seed=0)
+
+
+def test_cv_summary_pools_folds_and_averages_repeats():
+    rows = []
+    # candidate a: repeat 0 gets 8 + 9 of 20, repeat 1 gets 10 + 10 of 20
+    for seed, hits in ((0, (8, 9)), (1, (10, 10))):
+        for fold, h in enumerate(hits):
+            rows.append({"dataset": "d", "encoder": "resnet", "pool": "mean", "time_warp": 0.0,
+                         "seed": seed, "fold": fold, "cv_hits": h, "cv_n": 10})
+            rows.append({"dataset": "d", "encoder": "resnet", "pool": "mean", "time_warp": 0.2,
+                         "seed": seed, "fold": fold, "cv_hits": 5, "cv_n": 10})
+    s = cv_summary(pd.DataFrame(rows))
+    assert list(s.time_warp) == [0.0, 0.2]                          # candidate order kept
+    a = s.iloc[0]
+    assert a.cv_accuracy == pytest.approx((0.85 + 1.0) / 2)
+    assert a.cv_sd == pytest.approx(np.std([0.85, 1.0], ddof=1))
+    assert (a.repeats, a.cv_series) == (2, 40)
+    assert s.iloc[1].cv_accuracy == pytest.approx(0.5)
+
+
+def test_a_fold_job_trains_on_the_other_folds_only():
+    """A fold job equals fitting the fold's training part by hand and scoring its held-out
+    part; the test split is not scored."""
+    train = load_dataset("ItalyPowerDemand", "train")
+    m = ModelConfig(encoder="resnet", pool="mean", d_model=8, layers=1)
+    t = TrainConfig(epochs=2, val_fraction=0.0, seed=1, threads=1, time_warp=0.2)
+    job = {"dataset": "ItalyPowerDemand", "model": dataclasses.asdict(m),
+           "train": dataclasses.asdict(t), "threads": 1, "mnist1d_length": 40,
+           "fold": {"folds": 3, "index": 2, "split_seed": 1}}
+    row = _one(job)
+    fit_idx, out_idx = cv_folds(train.y, 3, 1)[2]
+    res = _train.fit(m, t, train.subset(fit_idx), log=lambda *_: None, progress_bar=False)
+    pred = _train.evaluate(res["model"], train.subset(out_idx))["pred"]
+    assert row["cv_hits"] == int((pred == train.y[out_idx]).sum())
+    assert row["cv_n"] == len(out_idx) and row["fold"] == 2 and row["time_warp"] == 0.2
+    assert "test_accuracy" not in row
+
+
+def test_benchmark_select_cv_chooses_refits_and_reuses(tmp_path):
+    out = tmp_path / "cv"
+    assert main(["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--encoders", "resnet",
+                 "--pools", "mean,max", "--time-warps", "0,0.2", "--select", "cv", "--folds",
+                 "2", "--seeds", "2", *TINY, "--out", str(out)]) == 0
+    cv = pd.read_csv(out / "cv_runs.csv")
+    assert len(cv) == 2 * 2 * 2                      # pools × warps × folds, one repeat
+    assert "test_accuracy" not in cv                 # the test split plays no part
+    per = cv.groupby(["pool", "time_warp"]).cv_n.sum()
+    assert (per == 67).all()                         # all 67 training series, once each
+    sel = pd.read_csv(out / "selection.csv")
+    top = sel.cv_accuracy.max()
+    first_best = sel[sel.cv_accuracy == top].iloc[0]           # ties go to the first listed
+    row = pd.read_csv(out / "benchmark.csv").iloc[0]
+    assert (row["pool"], row.time_warp) == (first_best["pool"], first_best.time_warp)
+    assert row.cv_accuracy == pytest.approx(top)
+    refit = pd.read_csv(out / "refit_runs.csv")
+    assert set(refit.seed) == {0, 1} and set(refit.time_warp) == {first_best.time_warp}
+    assert set(refit["pool"]) == {first_best["pool"]} and (refit.epochs_run == 2).all()
+    assert row.kairo == pytest.approx(refit.test_accuracy.mean())
+
+    # the saved folds choose again without retraining them; the refit is reproducible
+    again = tmp_path / "again"
+    assert main(["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--encoders", "resnet",
+                 "--pools", "mean,max", "--time-warps", "0,0.2", "--select", "cv", "--reuse",
+                 str(out / "cv_runs.csv"), "--seeds", "2", *TINY, "--out", str(again)]) == 0
+    pd.testing.assert_frame_equal(pd.read_csv(again / "selection.csv"), sel)
+    pd.testing.assert_frame_equal(pd.read_csv(again / "refit_runs.csv").drop(columns="seconds"),
+                                  refit.drop(columns="seconds"))
+
+
+def test_tie_goes_to_the_first_candidate(tmp_path):
+    rows = [{"dataset": "ItalyPowerDemand", "encoder": "resnet", "pool": "mean",
+             "time_warp": w, "seed": 0, "fold": f, "cv_hits": 20, "cv_n": 33 + f}
+            for w in (0.2, 0.0) for f in (0, 1)]
+    path = tmp_path / "cv_runs.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    out = tmp_path / "o"
+    assert main(["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--encoders", "resnet",
+                 "--pools", "mean", "--select", "cv", "--reuse", str(path), "--seeds", "1",
+                 *TINY, "--out", str(out)]) == 0
+    assert pd.read_csv(out / "benchmark.csv").iloc[0].time_warp == 0.2
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["--select", "kfold"], "select must be one of holdout, cv"),
+    (["--folds", "1"], "folds must be an integer ≥ 2"),
+    (["--cv-repeats", "0"], "cv_repeats must be an integer ≥ 1"),
+    (["--time-warps", "0,-0.1"], "time_warps: each candidate must be a finite number ≥ 0"),
+    (["--time-warps", "0.2,0.2"], "lists a candidate twice"),
+    (["--select", "cv", "--refit", "false"], "select cv needs refit"),
+    (["--select", "cv", "--datasets", "ArrowHead", "--time-warps", "0,0.2", "--folds", "13"],
+     "dataset ArrowHead: folds: 13-fold cross-validation needs at least 13 training series of "
+     "every class; the smallest class has 12"),
+])
+def test_bad_cv_options_get_a_clear_error(argv, fragment, tmp_path, capsys):
+    assert main(["tsc", "benchmark", *argv, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "kairo: error:" in err and fragment in err, err
+    assert not (tmp_path / "o").exists()
+
+
+def test_reuse_of_a_holdout_table_with_select_cv_is_refused(tmp_path, capsys):
+    path = tmp_path / "runs.csv"
+    pd.DataFrame([{"dataset": "ItalyPowerDemand", "encoder": "resnet", "pool": "mean",
+                   "seed": 0, "test_accuracy": 0.9, "val_accuracy": 0.9}]).to_csv(path,
+                                                                                 index=False)
+    assert main(["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--select", "cv",
+                 "--reuse", str(path), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "expected a cv_runs.csv from kairo tsc benchmark --select cv" in err
+    assert "'cv_hits'" in err
+    assert not (tmp_path / "o").exists()
