@@ -300,7 +300,7 @@ def run_speed(results, w, inputs, cfg):
             warm = res.run(u[:200], progress_bar=False)
             n_steps = capped_steps(time.perf_counter() - t0, 200, steps, reps,
                                    cfg["speed_budget_s"], min_steps=200)
-            best, times = best_of(lambda: consume(res, u[:n_steps]), reps)
+            best, times = best_of(lambda r=res, x=u[:n_steps]: consume(r, x), reps)
         rec = {"streams": b, "backend": backend, "resolved_backend": res.resolve_backend(b),
                "dtype": dtype, "torch_threads": n_threads if res.resolve_backend(b) == "torch"
                else None}
@@ -436,7 +436,7 @@ def run_scale(results, cfg):
                 consume(res, u[:3])
                 n_steps = capped_steps(time.perf_counter() - t0, 3, steps, reps,
                                        cfg["scale_budget_s"], min_steps=10)
-                best, times = best_of(lambda: consume(res, u[:n_steps]), reps)
+                best, times = best_of(lambda r=res, x=u[:n_steps]: consume(r, x), reps)
             per_step = best / n_steps
             name = (f"{b}stream{'s' if b > 1 else ''}_{backend}"
                     f"{'_1thread' if threads == 1 else ''}")
