@@ -54,7 +54,7 @@ def paired_run(job: dict) -> dict:
     """One refit run (in a worker): fit, test as trained, recompute the statistics, test."""
     import torch
 
-    from kairo.attention import _compare, _data, _train
+    from kairo.attention import _compare, _train
     from kairo.attention._configs import ModelConfig, TrainConfig
 
     torch.set_num_threads(job["threads"])
@@ -67,10 +67,7 @@ def paired_run(job: dict) -> dict:
     model = res["model"]
     running = _train.evaluate(model, test)["accuracy"]
     recomputed = copy.deepcopy(model)
-    # the series trained on: the fit indices of the hold-out split, as fit itself does
-    fit_idx = (_data.stratified_split(train.y, job["train"]["val_fraction"],
-                                      job["train"]["seed"])[0]
-               if job["train"]["val_fraction"] > 0 else slice(None))
+    fit_idx = res["fit_index"]                     # the series trained on, as fit recomputes
     x = torch.from_numpy(_train.scale_input(train.x, train.mask, res["meta"])[fit_idx])
     mask = None if train.mask is None else torch.from_numpy(train.mask[fit_idx])
     n_bn = _train.recompute_bn_stats(recomputed, x, mask)

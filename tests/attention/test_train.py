@@ -307,6 +307,9 @@ def test_fit_recomputes_bn_stats_on_the_fit_series_only(gunpoint):
     assert not all(torch.equal(wa[k], wb[k]) for k in stats)
     # …and they are those of the fit indices (the validation hold-out excluded)
     fit_idx, _ = stratified_split(tr.y, 0.2, 0)
+    np.testing.assert_array_equal(b["fit_index"], fit_idx)       # and fit reports them
+    assert len(fit(RESNET, dataclasses.replace(cfg, val_fraction=0.0), tr,
+                   **QUIET)["fit_index"]) == len(tr)
     x = torch.from_numpy(znormalize(tr.x))
     T.recompute_bn_stats(a["model"], x[torch.from_numpy(fit_idx)])
     assert all(torch.allclose(_weights(a["model"])[k], wb[k], atol=1e-6) for k in stats)

@@ -194,7 +194,8 @@ def fit(model_cfg, train_cfg: TrainConfig, data: TSData, *, checkpoint=None, log
     loss when ``val_fraction`` is 0; eval mode, ``model.fit_meta`` set),
     ``history`` (per epoch: epoch, train_loss, val_loss, val_acc, lr — val_* None without a
     validation set), ``best_epoch``, ``stopped_early``, ``resumed_from`` (epoch or None),
-    ``seconds``, ``samples_per_s`` (training series per second) and ``meta``.
+    ``seconds``, ``samples_per_s`` (training series per second), ``meta`` and ``fit_index``
+    (the indices of ``data`` trained on: all but the validation hold-out).
     """
     if not isinstance(train_cfg, TrainConfig):
         raise ConfigError(f"train_cfg must be a TrainConfig, got {type(train_cfg).__name__}")
@@ -326,7 +327,7 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, log, progress_
     return {"model": model, "history": st["history"], "best_epoch": st["best_epoch"],
             "stopped_early": st["stopped_early"], "resumed_from": resumed, "seconds": secs,
             "samples_per_s": n_trained / secs if secs > 0 and n_trained else float("nan"),
-            "meta": meta}
+            "meta": meta, "fit_index": tr}
 
 
 @torch.no_grad()
