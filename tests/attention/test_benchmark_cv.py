@@ -112,10 +112,37 @@ def test_tie_goes_to_the_first_candidate(tmp_path):
     path = tmp_path / "cv_runs.csv"
     pd.DataFrame(rows).to_csv(path, index=False)
     out = tmp_path / "o"
+    # the table lists 0.2 first, the options list 0 first: the options' order decides
+    assert main(["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--encoders", "resnet",
+                 "--pools", "mean", "--time-warps", "0,0.2", "--select", "cv", "--reuse",
+                 str(path), "--seeds", "1", *TINY, "--out", str(out)]) == 0
+    assert pd.read_csv(out / "benchmark.csv").iloc[0].time_warp == 0.0
+    assert list(pd.read_csv(out / "selection.csv").time_warp) == [0.0, 0.2]
+    out = tmp_path / "o2"
+    assert main(["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--encoders", "resnet",
+                 "--pools", "mean", "--time-warps", "0.2,0", "--select", "cv", "--reuse",
+                 str(path), "--seeds", "1", *TINY, "--out", str(out)]) == 0
+    assert pd.read_csv(out / "benchmark.csv").iloc[0].time_warp == 0.2
+    # only the configured candidates compete: without --time-warps, just --time-warp's value
+    out = tmp_path / "o3"
     assert main(["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--encoders", "resnet",
                  "--pools", "mean", "--select", "cv", "--reuse", str(path), "--seeds", "1",
                  *TINY, "--out", str(out)]) == 0
-    assert pd.read_csv(out / "benchmark.csv").iloc[0].time_warp == 0.2
+    assert list(pd.read_csv(out / "selection.csv").time_warp) == [0.0]
+
+
+def test_reuse_without_the_configured_candidates_is_refused(tmp_path, capsys):
+    rows = [{"dataset": "ItalyPowerDemand", "encoder": "resnet", "pool": "mean",
+             "time_warp": 0.2, "seed": 0, "fold": f, "cv_hits": 20, "cv_n": 33 + f}
+            for f in (0, 1)]
+    path = tmp_path / "cv_runs.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    assert main(["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--encoders", "resnet",
+                 "--pools", "max", "--select", "cv", "--reuse", str(path), "--seeds", "1",
+                 *TINY, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "no runs of the configured candidates (resnet + max) for ItalyPowerDemand" in err
+    assert not (tmp_path / "o").exists()
 
 
 @pytest.mark.parametrize("argv, fragment", [

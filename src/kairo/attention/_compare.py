@@ -373,10 +373,15 @@ def _read_reuse(cfg) -> pd.DataFrame:
                         f"it has {sorted(df.columns)}")
     if "time_warp" not in df:             # tables written before the column existed
         df["time_warp"] = float(cfg.time_warp)
-    df = df[df.dataset.isin(cfg.datasets)]
+    # only the configured candidates compete (encoders × pools × time warps)
+    cand = pd.MultiIndex.from_tuples(_candidates(cfg))
+    df = df[df.dataset.isin(cfg.datasets) &
+            pd.MultiIndex.from_frame(df[["encoder", "pool", "time_warp"]]).isin(cand)]
     missing = sorted(set(cfg.datasets) - set(df.dataset))
     if missing:
-        raise DataError(f"--reuse {cfg.reuse} has no runs for {', '.join(missing)}")
+        raise DataError(f"--reuse {cfg.reuse} has no runs of the configured candidates "
+                        f"({', '.join(_describe_candidate(*c) for c in _candidates(cfg))}) "
+                        f"for {', '.join(missing)}")
     return df
 
 
@@ -412,7 +417,16 @@ def run_benchmark(cfg, rd, progress_bar=None) -> str:
     cv = "cv_hits" in df
     keys = ["encoder", "pool", "time_warp"]
     if cv:
+        # candidates in the configured order, so a tie goes to the one listed first
+        rank = {c: i for i, c in enumerate(cands)}
         summary = cv_summary(df)
+        order = {ds: i for i, ds in enumerate(cfg.datasets)}
+        summary = summary.assign(
+            _d=summary.dataset.map(order),
+            _r=[rank[(e, p, float(w))] for e, p, w in zip(summary.encoder, summary["pool"],
+                                                          summary.time_warp)])
+        summary = summary.sort_values(["_d", "_r"]).drop(columns=["_d", "_r"])
+        summary = summary.reset_index(drop=True)
         score = summary.cv_accuracy
         rd.write_table("cv_runs.csv", df)
         rd.write_table("selection.csv", summary)
