@@ -59,7 +59,6 @@ import gc
 import json
 import math
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -110,18 +109,6 @@ _STUB_FILES = {
 
 
 # ------------------------------------------------------------------------------- helpers
-def cpu_model() -> str | None:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or None
-
-
-
-
 def n_params(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
@@ -736,7 +723,7 @@ def main(argv=None) -> int:
     stem = "attention_speed" + ("_accuracy" if args.accuracy_only else "")
     out = args.out or RESULTS / f"{stem}{'_quick' if args.quick else ''}.json"
 
-    from kairo._runs import environment
+    from kairo._runs import cpu_model, environment
 
     res = {"date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
            "command": " ".join(["python"] + sys.argv), "quick": args.quick,

@@ -26,6 +26,33 @@ def test_run_writes_results_folder(tmp_path, capsys):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp left
 
 
+def test_environment_records_the_cpu(monkeypatch):
+    """The same seed trains to other weights on another CPU, so runs record which."""
+    import sys
+
+    from kairo import _runs
+
+    cpuinfo = ("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 23\nmodel\t\t: 49\n"
+               "model name\t: AMD EPYC\nflags\t\t: fpu sse2 avx avx2 fma\n\nprocessor\t: 1\n"
+               "model name\t: other\n")
+    real_open = open
+
+    def fake_open(path, *a, **k):
+        if path == "/proc/cpuinfo":
+            import io
+            return io.StringIO(cpuinfo)
+        return real_open(path, *a, **k)
+
+    monkeypatch.setattr("builtins.open", fake_open)
+    assert _runs.cpu_flags() == {"fpu", "sse2", "avx", "avx2", "fma"}
+    assert _runs.cpu_model() == "AMD EPYC family 23 model 49 (avx2)"
+    env = _runs.environment()
+    assert env["cpu"] == "AMD EPYC family 23 model 49 (avx2)"
+    if "torch" in sys.modules:
+        assert env["torch_cpu_capability"] == sys.modules["torch"].backends.cpu.\
+            get_cpu_capability()
+
+
 def test_config_file_flags_override_and_rerun_is_identical(tmp_path):
     cfg = tmp_path / "c.toml"
     cfg.write_text('task = "memory-capacity"\nmax_delay = 5\nn_train = 200\nn_test = 100\n'

@@ -20,24 +20,64 @@ from kairo._config import config_to_dict
 from kairo._errors import KairoError
 
 __all__ = ["ResultsDir", "environment", "default_out", "atomic_write",
-           "atomic_write_text"]
+           "atomic_write_text", "cpu_model", "cpu_flags"]
 
 _PACKAGES = ("kairo", "numpy", "scipy", "pandas", "scikit-learn", "torch", "matplotlib",
              "reservoirpy", "flygym", "mujoco")
 
 
+def cpu_flags() -> set[str]:
+    """The CPU's feature flags (Linux /proc/cpuinfo; empty elsewhere)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def cpu_model() -> str:
+    """Model name, family/model numbers and the SIMD extensions that change results: the
+    same seed trains to different weights on CPUs whose kernels differ (e.g. AVX2 against
+    AVX-512 in oneDNN), so a run records which one it had."""
+    info: dict[str, str] = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, val = line.partition(":")
+                if key.strip() in ("model name", "cpu family", "model") and \
+                        key.strip() not in info:
+                    info[key.strip()] = val.strip()
+                if not line.strip():
+                    break
+    except OSError:
+        pass
+    name = info.get("model name") or platform.processor() or platform.machine()
+    simd = [f for f in ("avx2", "avx512f", "avx512bw", "gfni") if f in cpu_flags()]
+    fam = (f" family {info['cpu family']} model {info['model']}"
+           if "cpu family" in info and "model" in info else "")
+    return f"{name}{fam}" + (f" ({', '.join(simd)})" if simd else "")
+
+
 def environment() -> dict:
-    """Versions of Python, kairo and the libraries that shape results, plus machine load."""
+    """Versions of Python, kairo and the libraries that shape results, the CPU, and machine
+    load."""
     versions = {}
     for p in _PACKAGES:
         try:
             versions[p] = importlib.metadata.version(p)
         except importlib.metadata.PackageNotFoundError:
             continue
-    return {"python": sys.version.split()[0], "platform": platform.platform(),
-            "machine": platform.machine(), "cpu_count": os.cpu_count(),
-            "loadavg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
-            "packages": versions}
+    env = {"python": sys.version.split()[0], "platform": platform.platform(),
+           "machine": platform.machine(), "cpu": cpu_model(), "cpu_count": os.cpu_count(),
+           "loadavg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+           "packages": versions}
+    torch = sys.modules.get("torch")          # only when the run used it (importing is slow)
+    if torch is not None:
+        env["torch_cpu_capability"] = torch.backends.cpu.get_cpu_capability()
+    return env
 
 
 def default_out(command: str) -> Path:

@@ -77,6 +77,7 @@ from pathlib import Path
 import numpy as np
 
 from kairo._errors import DataError, KairoError
+from kairo._runs import cpu_flags as _cpu_flags
 from kairo.logic._circuit import Circuit, pack_bits, unpack_bits
 from kairo.logic._gates import N_GATES, TRUTH
 
@@ -161,17 +162,6 @@ def _stderr_head(text: str, n: int = 12) -> str:
 
 
 # ============================================================================ C back end
-def _cpu_flags() -> set[str]:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
-
-
 def native_width() -> int:
     """The ``width="auto"`` choice: 512 with AVX-512F, 256 with AVX2, else 64."""
     flags = _cpu_flags()
@@ -352,8 +342,13 @@ def c_source(circuit: Circuit, *, width="auto", chunk: int | None = None) -> str
     if lanes == 1:
         wtype = "typedef uint64_t W;\n#define ZERO ((W)0)\n#define ONES (~(W)0)\n"
     else:
+        # a W wider than the CPU's vectors (512 bits without AVX-512) is split by the
+        # compiler, and GCC then notes that returning it changes the ABI (-Wpsabi); that
+        # concerns only these file-local helpers, so the note is silenced for -Werror builds
         wtype = (f"typedef uint64_t W __attribute__((vector_size({width // 8})));\n"
                  "#define ZERO ((W){0})\n#define ONES (~(W){0})\n"
+                 "#if defined(__GNUC__) && !defined(__clang__)\n"
+                 "#pragma GCC diagnostic ignored \"-Wpsabi\"\n#endif\n"
                  "static inline W kairo_ld(const uint64_t *p)"
                  " { W v; memcpy(&v, p, sizeof v); return v; }\n"
                  "static inline void kairo_st(uint64_t *p, W v) { memcpy(p, &v, sizeof v); }\n")

@@ -27,7 +27,6 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
-import platform
 import subprocess
 import tempfile
 import time
@@ -36,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from kairo._errors import DataError, KairoError
+from kairo._runs import cpu_model
 from kairo.logic import _backends as be
 from kairo.logic._circuit import Circuit
 
@@ -277,27 +277,6 @@ def _time(fn, repeats: int) -> list[float]:
         fn()
         out.append(time.perf_counter() - t0)
     return out
-
-
-def cpu_model() -> str:
-    """Model name, family/model numbers and the SIMD extensions the C code can use."""
-    info: dict[str, str] = {}
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                key, _, val = line.partition(":")
-                if key.strip() in ("model name", "cpu family", "model") and \
-                        key.strip() not in info:
-                    info[key.strip()] = val.strip()
-                if not line.strip():
-                    break
-    except OSError:
-        pass
-    name = info.get("model name") or platform.processor() or platform.machine()
-    simd = [f for f in ("avx2", "avx512f", "avx512bw", "gfni") if f in be._cpu_flags()]
-    fam = (f" family {info['cpu family']} model {info['model']}"
-           if "cpu family" in info and "model" in info else "")
-    return f"{name}{fam}" + (f" ({', '.join(simd)})" if simd else "")
 
 
 def run_bench(circuit: Circuit, images: np.ndarray, *, repeats: int = 5, width="auto",
