@@ -74,7 +74,7 @@ def test_a_fold_job_trains_on_the_other_folds_only():
     assert "test_accuracy" not in row
 
 
-def test_benchmark_select_cv_chooses_refits_and_reuses(tmp_path):
+def test_benchmark_select_cv_chooses_refits_and_reuses(tmp_path, capsys):
     out = tmp_path / "cv"
     assert main(["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--encoders", "resnet",
                  "--pools", "mean,max", "--time-warps", "0,0.2", "--select", "cv", "--folds",
@@ -96,10 +96,12 @@ def test_benchmark_select_cv_chooses_refits_and_reuses(tmp_path):
     assert row.kairo == pytest.approx(refit.test_accuracy.mean())
 
     # the saved folds choose again without retraining them; the refit is reproducible
+    capsys.readouterr()
     again = tmp_path / "again"
     assert main(["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--encoders", "resnet",
                  "--pools", "mean,max", "--time-warps", "0,0.2", "--select", "cv", "--reuse",
                  str(out / "cv_runs.csv"), "--seeds", "2", *TINY, "--out", str(again)]) == 0
+    assert "chosen by 2-fold CV × 1" in capsys.readouterr().out   # the table's folds
     pd.testing.assert_frame_equal(pd.read_csv(again / "selection.csv"), sel)
     pd.testing.assert_frame_equal(pd.read_csv(again / "refit_runs.csv").drop(columns="seconds"),
                                   refit.drop(columns="seconds"))

@@ -53,6 +53,8 @@ def _check_grid(cfg) -> None:
 CompareConfig = _flat("CompareConfig", ModelConfig, TrainConfig, extra=_GRID,
                       exclude=("encoder", "pool", "seed"), check=_check_grid)
 CompareConfig.__doc__ = "``kairo tsc compare-pooling``: a grid of pooling heads × encoders."
+
+
 def _check_benchmark(cfg) -> None:
     _check_grid(cfg)
     if cfg.select not in SELECTS:
@@ -466,7 +468,9 @@ def run_benchmark(cfg, rd, progress_bar=None) -> str:
     table["vs ResNet"] = table["kairo"] - table["ResNet (Fawaz 2019)"]
     table["p vs ResNet"] = [resnet_test(per_seed[ds], ds) for ds in table.index]
     rd.write_table("benchmark.csv", table.reset_index())
-    how = (f" (chosen by {cfg.folds}-fold CV × {int(summary.repeats.max())})" if cv else
+    # a reused table's fold count, not --folds
+    how = (f" (chosen by {int(df.fold.max()) + 1}-fold CV × {int(summary.repeats.max())})"
+           if cv else
            " (chosen on validation)" if summary.val_mean.notna().any() else "")
     lines = [f"{'dataset':18s} {'kairo':>13s} {'ResNet':>7s} {'HC2':>6s} {'Incep.':>6s} "
              f"{'WEASEL2':>7s} {'FreshP.':>7s}  configuration{how}"]
