@@ -54,6 +54,11 @@ def test_cv_summary_pools_folds_and_averages_repeats():
     assert a.cv_sd == pytest.approx(np.std([0.85, 1.0], ddof=1))
     assert (a.repeats, a.cv_series) == (2, 40)
     assert s.iloc[1].cv_accuracy == pytest.approx(0.5)
+    # with the configured candidates and datasets, rows follow their order
+    two = pd.concat([pd.DataFrame(rows).assign(dataset=d) for d in ("d", "e")])
+    s = cv_summary(two, [("resnet", "mean", 0.2), ("resnet", "mean", 0)], ["e", "d"])
+    assert list(zip(s.dataset, s.time_warp)) == [("e", 0.2), ("e", 0.0), ("d", 0.2), ("d", 0.0)]
+    assert list(s.cv_accuracy) == pytest.approx([0.5, 0.925, 0.5, 0.925])
 
 
 def test_a_fold_job_trains_on_the_other_folds_only():

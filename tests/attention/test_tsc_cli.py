@@ -169,6 +169,20 @@ def test_resnet_reference_runs_and_welch_test():
     assert np.isnan(resnet_test([0.9, np.nan], "ACSF1"))
 
 
+def test_published_table_covers_the_variable_length_set():
+    """PickupGestureWiimoteZ: Fawaz et al.'s five runs (36, 33, 35, 37, 35 of 50) and aeon's
+    rows, which name the set's equal-length version; a set nobody published gets NaN."""
+    from kairo.attention._published import RESNET_FAWAZ2019, published_table
+
+    assert RESNET_FAWAZ2019["PickupGestureWiimoteZ"] == pytest.approx(176 / 250)
+    t = published_table(["PickupGestureWiimoteZ", "Covid3Month_disc", "BasicMotions"])
+    # of the four bundled tables only WEASEL-2.0's lists these two sets
+    assert t.loc["PickupGestureWiimoteZ", "WEASEL-2.0"] == pytest.approx(40 / 50)
+    assert t.loc["Covid3Month_disc", "WEASEL-2.0"] == pytest.approx(41 / 61)
+    assert np.isnan(t.loc["Covid3Month_disc", "ResNet (Fawaz 2019)"])
+    assert np.isnan(t.loc["PickupGestureWiimoteZ", "HC2"])
+
+
 def test_pooling_tests_known_values():
     from kairo.attention._compare import pooling_tests
 

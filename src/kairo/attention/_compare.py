@@ -347,16 +347,28 @@ def _candidates(cfg) -> list[tuple[str, str, float]]:
     return [(e, p, float(w)) for e in cfg.encoders for p in cfg.pools for w in warps]
 
 
-def cv_summary(cv: pd.DataFrame) -> pd.DataFrame:
+def cv_summary(cv: pd.DataFrame, candidates=None, datasets=None) -> pd.DataFrame:
     """Cross-validated accuracy per dataset and candidate from fold rows (``cv_hits`` of
     ``cv_n`` held-out series): each repeat's accuracy over all its folds, then the mean (and
-    sd) over repeats; ``cv_series`` counts every held-out prediction."""
+    sd) over repeats; ``cv_series`` counts every held-out prediction. With ``candidates``
+    ((encoder, pool, time warp) in the configured order) and ``datasets``, rows come in that
+    order, so that a tie in selection goes to the candidate listed first."""
     keys = ["dataset", "encoder", "pool", "time_warp"]
     rep = cv.groupby(keys + ["seed"], sort=False)[["cv_hits", "cv_n"]].sum().reset_index()
     rep["acc"] = rep.cv_hits / rep.cv_n
-    return rep.groupby(keys, sort=False).agg(
+    out = rep.groupby(keys, sort=False).agg(
         cv_accuracy=("acc", "mean"), cv_sd=("acc", "std"), repeats=("acc", "size"),
         cv_series=("cv_n", "sum")).reset_index()
+    if candidates is not None:
+        rank = {(e, p, float(w)): i for i, (e, p, w) in enumerate(candidates)}
+        order = {ds: i for i, ds in enumerate(datasets if datasets is not None
+                                               else out.dataset.unique())}
+        out = out.assign(_d=out.dataset.map(order),
+                         _r=[rank[(e, p, float(w))] for e, p, w in
+                             zip(out.encoder, out["pool"], out.time_warp)])
+        out = out.sort_values(["_d", "_r"], kind="stable").drop(columns=["_d", "_r"])
+        out = out.reset_index(drop=True)
+    return out
 
 
 def _read_reuse(cfg) -> pd.DataFrame:
@@ -376,13 +388,14 @@ def _read_reuse(cfg) -> pd.DataFrame:
     if "time_warp" not in df:             # tables written before the column existed
         df["time_warp"] = float(cfg.time_warp)
     # only the configured candidates compete (encoders × pools × time warps)
-    cand = pd.MultiIndex.from_tuples(_candidates(cfg))
+    cands = _candidates(cfg)
     df = df[df.dataset.isin(cfg.datasets) &
-            pd.MultiIndex.from_frame(df[["encoder", "pool", "time_warp"]]).isin(cand)]
+            pd.MultiIndex.from_frame(df[["encoder", "pool", "time_warp"]]).isin(
+                pd.MultiIndex.from_tuples(cands))]
     missing = sorted(set(cfg.datasets) - set(df.dataset))
     if missing:
         raise DataError(f"--reuse {cfg.reuse} has no runs of the configured candidates "
-                        f"({', '.join(_describe_candidate(*c) for c in _candidates(cfg))}) "
+                        f"({', '.join(_describe_candidate(*c) for c in cands)}) "
                         f"for {', '.join(missing)}")
     return df
 
@@ -420,15 +433,7 @@ def run_benchmark(cfg, rd, progress_bar=None) -> str:
     keys = ["encoder", "pool", "time_warp"]
     if cv:
         # candidates in the configured order, so a tie goes to the one listed first
-        rank = {c: i for i, c in enumerate(cands)}
-        summary = cv_summary(df)
-        order = {ds: i for i, ds in enumerate(cfg.datasets)}
-        summary = summary.assign(
-            _d=summary.dataset.map(order),
-            _r=[rank[(e, p, float(w))] for e, p, w in zip(summary.encoder, summary["pool"],
-                                                          summary.time_warp)])
-        summary = summary.sort_values(["_d", "_r"]).drop(columns=["_d", "_r"])
-        summary = summary.reset_index(drop=True)
+        summary = cv_summary(df, cands, cfg.datasets)
         score = summary.cv_accuracy
         rd.write_table("cv_runs.csv", df)
         rd.write_table("selection.csv", summary)
