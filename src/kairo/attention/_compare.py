@@ -308,8 +308,9 @@ def run_compare(cfg, rd, progress_bar=None) -> str:
     rd.save_figure(comparison_figure(summary), "pooling.png")
     lines = [f"{len(df)} runs: {len(cfg.datasets)} datasets × {len(cfg.encoders)} encoders × "
              f"{len(cfg.pools)} pooling heads × {cfg.seeds} seeds"]
+    w = max([18] + [len(d) for d in cfg.datasets])
     for r in summary.itertuples():
-        lines.append(f"  {r.dataset:18s} {r.encoder:11s} {r.pool:9s} {r.test_mean:.3f} ± "
+        lines.append(f"  {r.dataset:{w}s} {r.encoder:11s} {r.pool:9s} {r.test_mean:.3f} ± "
                      f"{0 if np.isnan(r.test_sd) else r.test_sd:.3f}")
     if len(tests):
         lines.append("paired against mean pooling (test accuracy):")
@@ -477,11 +478,12 @@ def run_benchmark(cfg, rd, progress_bar=None) -> str:
     how = (f" (chosen by {int(df.fold.max()) + 1}-fold CV × {int(summary.repeats.max())})"
            if cv else
            " (chosen on validation)" if summary.val_mean.notna().any() else "")
-    lines = [f"{'dataset':18s} {'kairo':>13s} {'ResNet':>7s} {'HC2':>6s} {'Incep.':>6s} "
+    w = max([18] + [len(d) for d in table.index])     # PickupGestureWiimoteZ is 21
+    lines = [f"{'dataset':{w}s} {'kairo':>13s} {'ResNet':>7s} {'HC2':>6s} {'Incep.':>6s} "
              f"{'WEASEL2':>7s} {'FreshP.':>7s}  configuration{how}"]
     for ds, r in table.iterrows():
         sd = r.kairo_sd if r.n > 1 else 0.0
-        lines.append(f"{ds:18s} {r.kairo:.3f} ± {sd:.3f} {r['ResNet (Fawaz 2019)']:7.3f} "
+        lines.append(f"{ds:{w}s} {r.kairo:.3f} ± {sd:.3f} {r['ResNet (Fawaz 2019)']:7.3f} "
                      f"{r['HC2']:6.3f} {r['InceptionTime']:6.3f} {r['WEASEL-2.0']:7.3f} "
                      f"{r['FreshPRINCE']:7.3f}  "
                      f"{_describe_candidate(r.encoder, r['pool'], r.time_warp)}")
@@ -489,7 +491,7 @@ def run_benchmark(cfg, rd, progress_bar=None) -> str:
         lines.append("cross-validated accuracy of each candidate (training split only):")
         for r in summary.itertuples():
             what = _describe_candidate(r.encoder, r.pool, r.time_warp)
-            lines.append(f"  {r.dataset:18s} {what:32s} {r.cv_accuracy:.3f} "
+            lines.append(f"  {r.dataset:{w}s} {what:32s} {r.cv_accuracy:.3f} "
                          f"({r.cv_series} held-out predictions)")
     lines.append(("kairo: the chosen configuration refit on the whole training split (test "
                   "accuracy over seeds)" if cfg.refit else
