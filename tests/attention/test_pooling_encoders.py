@@ -407,3 +407,61 @@ def test_resnet_block_is_same_padded_convolution(kernels, stride):
     enc.eval()              # the folded path stays differentiable (e.g. for saliency)
     enc(x.requires_grad_())[0].sum().backward()
     assert x.grad.abs().sum() > 0 and block.convs[0].weight.grad.abs().sum() > 0
+
+
+def test_masked_batch_norm_counts_valid_steps_only():
+    """In training, a batch norm given a mask normalizes with the statistics of the valid steps
+    (= BatchNorm1d over those steps alone) and updates its running averages from them; with
+    every step valid it is BatchNorm1d."""
+    from kairo.attention._encoders import _BatchNormCL
+
+    torch.manual_seed(12)
+    x = torch.randn(3, 4, 1, 10) * 2 + 1
+    lengths = [10, 6, 3]
+    m = _mask(lengths, 10)[:, None, None, :].float()
+    bn, ref = _BatchNormCL(4), torch.nn.BatchNorm1d(4)
+    with torch.no_grad():
+        bn.weight.uniform_(0.5, 2)
+        bn.bias.uniform_(-1, 1)
+    ref.load_state_dict(bn.state_dict())
+    y = bn(x, m)
+    # reference: the valid steps laid side by side, one long series
+    valid = torch.cat([x[i, :, 0, :n] for i, n in enumerate(lengths)], dim=1)[None]
+    want = ref(valid)[0]
+    got = torch.cat([y[i, :, 0, :n] for i, n in enumerate(lengths)], dim=1)
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(bn.running_mean, ref.running_mean)
+    torch.testing.assert_close(bn.running_var, ref.running_var)
+    assert int(bn.num_batches_tracked) == 1
+    # all valid: the plain batch norm path, same result
+    full = torch.ones_like(m)
+    bn2, ref2 = _BatchNormCL(4), _BatchNormCL(4)
+    torch.testing.assert_close(bn2(x, full), ref2(x), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(bn2.running_var, ref2.running_var)
+    # eval mode ignores the mask (running statistics)
+    bn.eval()
+    torch.testing.assert_close(bn(x, m), ref.eval()(x[:, :, 0])[:, :, None])
+
+
+def test_resnet_training_output_does_not_depend_on_the_batch_padding():
+    """A training-mode forward (batch statistics): adding padding to the batch leaves every
+    valid token unchanged, and so does what recompute_bn_stats stores."""
+    from kairo.attention._train import recompute_bn_stats
+
+    torch.manual_seed(13)
+    enc = ResNet1D(2, d=16).train()
+    x = torch.randn(3, 2, 20)
+    mask = _mask([20, 12, 7], 20)
+    tok, m = enc(x, mask)
+    longer = torch.cat([x, torch.randn(3, 2, 25) * 50], dim=2)     # junk beyond the end
+    longer_mask = torch.cat([mask, torch.zeros(3, 25, dtype=torch.bool)], dim=1)
+    tok2, m2 = enc(longer, longer_mask)
+    torch.testing.assert_close(tok2[:, :20][m], tok[m], atol=1e-4, rtol=1e-4)
+    assert not m2[:, 20:].any()
+    a, b = ResNet1D(2, d=16), ResNet1D(2, d=16)
+    b.load_state_dict(a.state_dict())
+    recompute_bn_stats(a, x, mask)
+    recompute_bn_stats(b, longer, longer_mask)
+    for (name, u), v in zip(a.state_dict().items(), b.state_dict().values()):
+        if "running" in name:
+            torch.testing.assert_close(u, v, atol=1e-4, rtol=1e-4, msg=name)

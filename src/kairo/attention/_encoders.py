@@ -9,7 +9,8 @@ their mask [B, T'] (or None).
 
 Padding never leaks into valid outputs: masked steps are zeroed before every convolution, which
 is exactly the zero 'same' padding a shorter series gets at its end, and attention ignores
-masked keys. (In training mode batch-norm statistics still count padded positions.)
+masked keys; in training, batch-norm statistics count valid steps only (since 2026-12-01), so
+a series' output does not depend on how much padding its batch carries.
 """
 
 from __future__ import annotations
@@ -62,6 +63,32 @@ class _BatchNormCL(nn.BatchNorm1d):
     def _check_input_dim(self, input):
         if input.dim() not in (2, 3, 4):
             raise ValueError(f"expected 2D, 3D or 4D input (got {input.dim()}D input)")
+
+    def forward(self, input: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """``mask`` (broadcastable to ``input``, 1 = valid step): in training, the batch
+        statistics (and the running averages they update) cover valid steps only. PyTorch's
+        batch norm has no mask, so this path is written out; without padding it is not taken.
+        """
+        if mask is None or not self.training:
+            return super().forward(input)
+        dims = [d for d in range(input.dim()) if d != 1]
+        n = mask.expand_as(input[:, :1]).sum()
+        mean = (input * mask).sum(dims) / n
+        shape = [1, -1] + [1] * (input.dim() - 2)
+        centred = input - mean.view(shape)
+        var = (centred.square() * mask).sum(dims) / n
+        if self.track_running_stats:
+            with torch.no_grad():
+                self.num_batches_tracked.add_(1)
+                f = (1.0 / float(self.num_batches_tracked) if self.momentum is None
+                     else self.momentum)
+                unbiased = var * (n / (n - 1).clamp(min=1))
+                self.running_mean.mul_(1 - f).add_(mean, alpha=f)
+                self.running_var.mul_(1 - f).add_(unbiased, alpha=f)
+        y = centred * torch.rsqrt(var + self.eps).view(shape)
+        if self.affine:
+            y = y * self.weight.view(shape) + self.bias.view(shape)
+        return y
 
 
 def _conv(conv: nn.Conv1d, x: torch.Tensor, weight=None, bias=None) -> torch.Tensor:
@@ -120,14 +147,17 @@ class _ResBlock(nn.Module):
             # 'same' padding for any k (PyTorch's padding="same" refuses stride > 1)
             if k % 2 == 0:
                 y = F.pad(y, (0, 1))
-            y = _conv_bn_eval(conv, bn, y) if fuse else bn(_conv(conv, y))
+            y = _conv_bn_eval(conv, bn, y) if fuse else bn(_conv(conv, y), m_out)
             # in place (batch norm's backward needs its input, not its output): one [B, C, T]
             # buffer less per activation; training speed measured unchanged
             if i < last:
                 y = F.relu_(y)
         if isinstance(self.shortcut, nn.Sequential):
             sc_conv, sc_bn = self.shortcut
-            short = _conv_bn_eval(sc_conv, sc_bn, x) if fuse else sc_bn(_conv(sc_conv, x))
+            short = (_conv_bn_eval(sc_conv, sc_bn, x) if fuse
+                     else sc_bn(_conv(sc_conv, x), m_out))
+        elif isinstance(self.shortcut, _BatchNormCL):
+            short = self.shortcut(x, m_in)
         else:
             short = self.shortcut(x)
         return F.relu_(y.add_(short)), mask
