@@ -39,12 +39,32 @@ def test_list_datasets_holds_the_shipped_classification_sets_only():
     for expected in ("GunPoint", "JapaneseVowels", "BasicMotions", "ArrowHead", "OSULeaf",
                      "PickupGestureWiimoteZ", "ACSF1", "ItalyPowerDemand"):
         assert expected in names
-    # regression sets, forecasting CSVs and the _eq variants are not classification folders
-    for absent in ("CardanoSentiment", "Covid3Month", "Airline", "JapaneseVowels_eq",
-                   "segmentation"):
+    # regression sets and forecasting CSVs are not classification sets
+    for absent in ("CardanoSentiment", "Covid3Month", "Airline", "segmentation"):
         assert absent not in names
+    # the equal-length copies shipped beside the variable-length sets are sets of their own
+    assert {"JapaneseVowels_eq", "PickupGestureWiimoteZ_eq"} <= set(names)
+    assert not any(n.endswith("_eq") for n in names
+                   if n not in ("JapaneseVowels_eq", "PickupGestureWiimoteZ_eq"))
     assert names[-1] == "MNIST1D"
     assert names[:-1] == sorted(names[:-1], key=str.lower)
+
+
+def test_equal_length_copy_holds_the_same_series_and_labels(no_network):
+    """PickupGestureWiimoteZ_eq: every series at the longest length (361), no mask; its first
+    `length` steps are the original series, its classes and labels those of the original."""
+    for split in ("train", "test"):
+        var, eq = load_dataset("PickupGestureWiimoteZ", split), load_dataset(
+            "pickupgesturewiimotez_eq", split)
+        assert eq.name == "PickupGestureWiimoteZ_eq" and eq.mask is None
+        assert eq.x.shape == (50, 1, 361) and var.x.shape == (50, 1, 361)
+        assert eq.classes == var.classes and (eq.y == var.y).all()
+        for i in range(50):
+            n = var.lengths[i]
+            np.testing.assert_array_equal(eq.x[i, :, :n], var.x[i, :, :n])
+        # the extension is low-amplitude noise, not zeros
+        short = int(np.argmin(var.lengths))
+        assert (eq.x[short, 0, var.lengths[short]:] != 0).all()
 
 
 def test_gunpoint_loads_offline_with_shared_label_mapping(no_network):

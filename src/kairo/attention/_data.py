@@ -281,13 +281,18 @@ def _is_classification(ts_file: Path) -> bool:
 
 @lru_cache(maxsize=1)
 def _shipped() -> dict[str, Path]:
+    """Set name -> its folder. A variable-length set's equal-length version (``<name>_eq``,
+    the UCR archive's copy with each short series extended by low-amplitude noise to the
+    longest length) sits in the same folder and is a set of its own: it is the data the
+    published tables score."""
     root = _aeon_data_dir()
     found = {}
     if root.is_dir():
         for d in sorted(root.iterdir()):
-            train, test = d / f"{d.name}_TRAIN.ts", d / f"{d.name}_TEST.ts"
-            if train.is_file() and test.is_file() and _is_classification(train):
-                found[d.name] = d
+            for name in (d.name, f"{d.name}_eq"):
+                train, test = d / f"{name}_TRAIN.ts", d / f"{name}_TEST.ts"
+                if train.is_file() and test.is_file() and _is_classification(train):
+                    found[name] = d
     return found
 
 
@@ -324,7 +329,8 @@ def load_dataset(name: str, split: str = "train", *, mnist1d_length: int = 40,
     UCR/UEA sets come from the ``.ts`` files inside the aeon wheel (no network). Labels map to
     0…k−1 by the sorted union of the train and test labels, so both splits agree. Unequal-
     length sets (JapaneseVowels, PickupGestureWiimoteZ) are padded at the end, never
-    truncated, to the longest series of either split, with a mask.
+    truncated, to the longest series of either split, with a mask. Their equal-length
+    versions shipped beside them load as ``"<name>_eq"`` (no mask).
 
     ``"MNIST1D"`` is generated (`make_mnist1d`): 4000 train / 1000 test series of
     ``mnist1d_length`` steps from ``seed``. Names are case-insensitive.
