@@ -169,6 +169,29 @@ def test_resnet_reference_runs_and_welch_test():
     assert np.isnan(resnet_test([0.9, np.nan], "ACSF1"))
 
 
+def test_benchmark_default_covers_every_shipped_univariate_set():
+    """The default of `kairo tsc benchmark` is every univariate set in the aeon wheel (from the
+    .ts headers), with the variable-length one as its equal-length copy; each has a published
+    figure."""
+    from kairo.attention._compare import UNIVARIATE, BenchmarkConfig
+    from kairo.attention._data import _shipped
+    from kairo.attention._published import published_table
+
+    def header(name):
+        path = _shipped()[name] / f"{name}_TRAIN.ts"
+        lines = [ln.strip().lower() for ln in path.read_text(errors="replace").splitlines()
+                 if ln.startswith("@")]
+        return "@univariate true" in lines, "@equallength false" not in lines  # tag optional
+
+    univariate = {n for n in _shipped() if n != "UnitTest" and header(n)[0]}
+    expected = {n for n in univariate if header(n)[1]}
+    assert set(UNIVARIATE) == expected
+    assert {"PickupGestureWiimoteZ_eq", "Covid3Month_disc", "ArrowHead"} <= expected
+    assert BenchmarkConfig().datasets == UNIVARIATE
+    t = published_table(UNIVARIATE)
+    assert t[["ResNet (Fawaz 2019)", "WEASEL-2.0"]].notna().any(axis=1).all()
+
+
 def test_published_table_covers_the_variable_length_set():
     """PickupGestureWiimoteZ: Fawaz et al.'s five runs (36, 33, 35, 37, 35 of 50) and aeon's
     rows, which name the set's equal-length version; a set nobody published gets NaN."""

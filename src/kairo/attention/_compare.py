@@ -21,8 +21,11 @@ __all__ = ["CompareConfig", "BenchmarkConfig", "run_grid", "pooling_tests", "sum
            "cv_folds", "cv_summary", "comparison_figure", "run_compare", "run_benchmark",
            "resnet_test", "UNIVARIATE"]
 
-# aeon's shipped univariate classification sets with published ResNet figures or results
-UNIVARIATE = ("ACSF1", "ArrowHead", "GunPoint", "ItalyPowerDemand", "OSULeaf")
+# every univariate classification set the aeon wheel ships (UnitTest aside), each with
+# published figures; the variable-length one as its equal-length copy, the input the
+# published figures were measured on
+UNIVARIATE = ("ACSF1", "ArrowHead", "Covid3Month_disc", "GunPoint", "ItalyPowerDemand",
+              "OSULeaf", "PickupGestureWiimoteZ_eq")
 
 _GRID = [("datasets", tuple[str, ...], field(default=("GunPoint", "ArrowHead",
                                                        "ItalyPowerDemand"))),
