@@ -192,6 +192,15 @@ def test_benchmark_default_covers_every_shipped_univariate_set():
     assert t[["ResNet (Fawaz 2019)", "WEASEL-2.0"]].notna().any(axis=1).all()
 
 
+def test_dataset_names_are_case_insensitive_and_canonical_in_the_grid():
+    """`--datasets arrowhead` keys the tables as ArrowHead, so its published row is found."""
+    from kairo.attention._compare import BenchmarkConfig, CompareConfig
+
+    cfg = BenchmarkConfig(datasets=("arrowhead", "PICKUPGESTUREWIIMOTEZ_EQ"))
+    assert cfg.datasets == ("ArrowHead", "PickupGestureWiimoteZ_eq")
+    assert CompareConfig(datasets=("gunpoint",)).datasets == ("GunPoint",)
+
+
 def test_published_table_covers_the_variable_length_set():
     """PickupGestureWiimoteZ: Fawaz et al.'s five runs (36, 33, 35, 37, 35 of 50) and aeon's
     rows, which name the set's equal-length version; a set nobody published gets NaN."""
@@ -235,6 +244,9 @@ def test_pooling_tests_known_values():
     (["tsc", "train", "--train-file", "x.npz"], "--test-file"),
     (["tsc", "compare-pooling", "--pools", "mean,median"], "subset of"),
     (["tsc", "benchmark", "--first-seed", "-1"], "first_seed ≥ 0"),
+    (["tsc", "benchmark", "--datasets", "ArrowHead,NoSuchSet"],
+     "datasets: unknown 'NoSuchSet'; available offline: ACSF1"),
+    (["tsc", "compare-pooling", "--datasets", "GunPoint,gunpoint"], "lists a set twice"),
     (["tsc", "train", "--crop", "1.0"], "train field 'crop'"),
     (["tsc", "train", "--znorm", "robust"], "'znorm' must be one of auto, series, channel"),
     (["tsc", "benchmark", "--bn-stats", "precise"], "'bn_stats' must be one of running, recompute"),

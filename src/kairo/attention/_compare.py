@@ -48,6 +48,20 @@ def _check_grid(cfg) -> None:
                               f"got {', '.join(getattr(cfg, name)) or 'nothing'}")
     if not cfg.datasets:
         raise ConfigError("datasets: name at least one (see `kairo tsc list`)")
+    # names are case-insensitive; the canonical spelling keys the tables and the published
+    # figures, and an unknown name fails here, before any worker starts
+    from kairo.attention._data import list_datasets
+
+    known = list_datasets()
+    canon = {n.lower(): n for n in known}
+    unknown = [d for d in cfg.datasets if str(d).lower() not in canon]
+    if unknown:
+        raise ConfigError(f"datasets: unknown {', '.join(map(repr, unknown))}; available "
+                          f"offline: {', '.join(known)}")
+    names = tuple(canon[str(d).lower()] for d in cfg.datasets)
+    if len(set(names)) != len(names):
+        raise ConfigError(f"datasets lists a set twice: {', '.join(cfg.datasets)}")
+    object.__setattr__(cfg, "datasets", names)          # frozen dataclass
     if cfg.seeds < 1 or cfg.workers < 0 or cfg.first_seed < 0:
         raise ConfigError(f"seeds must be ≥ 1, first_seed ≥ 0 and workers ≥ 0, got "
                           f"{cfg.seeds}, {cfg.first_seed}, {cfg.workers}")
