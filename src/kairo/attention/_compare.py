@@ -50,15 +50,18 @@ def _check_grid(cfg) -> None:
         raise ConfigError("datasets: name at least one (see `kairo tsc list`)")
     # names are case-insensitive; the canonical spelling keys the tables and the published
     # figures, and an unknown name fails here, before any worker starts
-    from kairo.attention._data import list_datasets
+    from kairo.attention._data import canonical_name, list_datasets
 
-    known = list_datasets()
-    canon = {n.lower(): n for n in known}
-    unknown = [d for d in cfg.datasets if str(d).lower() not in canon]
-    if unknown:
+    names, unknown = [], []
+    for d in cfg.datasets:
+        try:
+            names.append(canonical_name(d))
+        except DataError:
+            unknown.append(d)
+    if unknown:                                    # every unknown name at once
         raise ConfigError(f"datasets: unknown {', '.join(map(repr, unknown))}; available "
-                          f"offline: {', '.join(known)}")
-    names = tuple(canon[str(d).lower()] for d in cfg.datasets)
+                          f"offline: {', '.join(list_datasets())}")
+    names = tuple(names)
     if len(set(names)) != len(names):
         raise ConfigError(f"datasets lists a set twice: {', '.join(cfg.datasets)}")
     object.__setattr__(cfg, "datasets", names)          # frozen dataclass

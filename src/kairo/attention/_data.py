@@ -322,6 +322,16 @@ def _to_list(x) -> list:
     return [np.asarray(s, dtype=np.float64) for s in x]
 
 
+def canonical_name(name: str) -> str:
+    """The shipped set's own spelling of ``name`` (names are case-insensitive); DataError
+    listing the available sets when there is none."""
+    known = list_datasets()
+    canon = {n.lower(): n for n in known}.get(str(name).lower())
+    if canon is None:
+        raise DataError(f"unknown dataset {name!r}; available offline: {', '.join(known)}")
+    return canon
+
+
 def load_dataset(name: str, split: str = "train", *, mnist1d_length: int = 40,
                  seed: int = 0) -> TSData:
     """A dataset by name, offline.
@@ -337,10 +347,7 @@ def load_dataset(name: str, split: str = "train", *, mnist1d_length: int = 40,
     """
     if split not in ("train", "test"):
         raise ConfigError(f"split must be 'train' or 'test', got {split!r}")
-    known = list_datasets()
-    canon = {n.lower(): n for n in known}.get(str(name).lower())
-    if canon is None:
-        raise DataError(f"unknown dataset {name!r}; available offline: {', '.join(known)}")
+    canon = canonical_name(name)
     if canon == MNIST1D:
         from kairo.attention._mnist1d import N_TEST, N_TRAIN, make_mnist1d
 
