@@ -113,6 +113,9 @@ _TSC_HELP = {
     "kernel_sizes": "ResNet: comma-separated kernel sizes of each block's convolutions",
     "shortcut": "ResNet: shortcut of a block that keeps its width: bn (batch norm, as in Fawaz "
                 "et al. 2019) or identity",
+    "length_feature": "append each series' valid length (a fraction of the longest training "
+                      "series) to the pooled features; for padded sets whose length carries "
+                      "the class",
     "model": "a model.pt written by kairo tsc train",
     "input": "series to classify: .ts, .csv or .npz/.npy",
     "seeds": "training seeds per configuration",

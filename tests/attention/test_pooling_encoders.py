@@ -290,6 +290,76 @@ def test_transformer_variants_mask_invariance(kw):
     torch.testing.assert_close(model(x[2:, :, :6]), model(x, mask)[2:], atol=1e-4, rtol=0)
 
 
+@pytest.mark.parametrize("encoder,pool,kw", [("resnet", "mean", {}), ("resnet", "cls", {}),
+                                             ("transformer", "attention",
+                                              dict(tokens="patch", patch=5)),
+                                             ("transformer", "cls", {})])
+def test_length_feature_is_the_valid_length_over_max_len(encoder, pool, kw):
+    """logits = Linear([LayerNorm(pool(tokens)), valid steps / max_len]); padded steps and
+    extra padding columns change nothing; without a mask the length is T."""
+    torch.manual_seed(16)
+    cfg = ModelConfig(encoder=encoder, pool=pool, d_model=16, n_heads=4, layers=1,
+                      pool_heads=2, length_feature=True, **kw)
+    model = build_classifier(cfg, n_channels=2, n_classes=3, max_len=32)
+    assert model.head[1].in_features == 17
+    x, mask = _batch()                                              # lengths 24, 13, 6
+    model.train()
+    torch.nn.functional.cross_entropy(model(x, mask), torch.tensor([0, 1, 2])).backward()
+    assert model.head[1].weight.grad[:, -1].abs().sum() > 0       # the feature is used
+    model.eval()
+    with torch.no_grad():
+        tokens, tmask = model._encode(x, mask, need_weights=False)
+        z = model.head[0](model.pool(tokens, tmask))
+        frac = torch.tensor([24, 13, 6]) / 32
+        want = model.head[1](torch.cat([z, frac[:, None]], 1))
+        torch.testing.assert_close(model(x, mask), want)
+        junk = x.clone()
+        junk[~mask[:, None, :].expand_as(x)] = 1e3
+        torch.testing.assert_close(model(junk, mask), want, atol=1e-4, rtol=0)
+        wide = torch.cat([x, torch.randn(3, 2, 8)], 2)              # 8 more padded steps
+        torch.testing.assert_close(model(wide, torch.cat([mask, torch.zeros(3, 8, dtype=bool)],
+                                                          1)), want, atol=1e-4, rtol=0)
+        torch.testing.assert_close(model(x[2:, :, :6]), want[2:], atol=1e-4, rtol=0)
+        # the same valid content read as a longer series moves only the length column
+        w = model.head[1].weight[:, -1]
+        torch.testing.assert_close(model(x[1:2], mask[1:2]) - model(x[1:2, :, :13]),
+                                   torch.zeros(1, 3), atol=1e-5, rtol=0)
+        longer = torch.cat([model.head[1](torch.cat([z[1:2], frac[None, 1:2] + 0.25], 1))
+                            - want[1:2]])
+        torch.testing.assert_close(longer, 0.25 * w[None], atol=1e-6, rtol=0)
+
+
+def test_length_feature_separates_classes_that_differ_only_in_length():
+    """Series of one value whose class is their length: with masked pooling every series gives
+    the same pooled vector, so the model without the feature is at chance; with it, the
+    classes separate."""
+    n, t = 64, 40
+    y = torch.arange(n) % 2
+    g = torch.Generator().manual_seed(17)
+    lengths = torch.where(y == 1, torch.randint(28, 41, (n,), generator=g),
+                          torch.randint(10, 23, (n,), generator=g))
+    mask = torch.arange(t)[None, :] < lengths[:, None]
+    x = torch.zeros(n, 1, t)
+    accs = {}
+    for flag in (False, True):
+        torch.manual_seed(18)
+        model = build_classifier(ModelConfig(encoder="resnet", pool="mean", d_model=8,
+                                             layers=1, length_feature=flag), 1, 2, max_len=t)
+        opt = torch.optim.Adam(model.parameters(), lr=3e-2)
+        for _ in range(100):
+            loss = torch.nn.functional.cross_entropy(model(x[:32], mask[:32]), y[:32])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        model.eval()
+        with torch.no_grad():
+            pred = model(x[32:], mask[32:]).argmax(1)
+        accs[flag] = (pred == y[32:]).float().mean().item()
+        if not flag:
+            assert len(pred.unique()) == 1             # one answer for every series
+    assert accs == {False: 0.5, True: 1.0}, accs
+
+
 def test_tiny_model_overfits_16_samples():
     torch.manual_seed(15)
     t = torch.linspace(0, 1, 32)
@@ -332,7 +402,8 @@ def test_arch_and_config_errors():
            ({"positional": "rope", "d_model": 12, "n_heads": 4}, "rope needs an even head size"),
            ({"kernel_sizes": (8, 0)}, "'kernel_sizes' must be a non-empty list of integers"),
            ({"kernel_sizes": ()}, "'kernel_sizes' must be a non-empty list of integers"),
-           ({"shortcut": "none"}, "'shortcut' must be one of bn, identity")]
+           ({"shortcut": "none"}, "'shortcut' must be one of bn, identity"),
+           ({"length_feature": 1}, "'length_feature' must be true or false")]
     for kw, match in bad:
         with pytest.raises(ConfigError, match=match):
             ModelConfig(**kw)

@@ -13,7 +13,7 @@ import kairo.attention._train as T
 from kairo._config import build_config
 from kairo._errors import ConfigError, DataError, DataNotFoundError, KairoError
 from kairo.attention._data import from_arrays, load_dataset, stratified_split, znormalize
-from kairo.attention._model import ModelConfig
+from kairo.attention._model import ModelConfig, build_classifier
 from kairo.attention._train import (TrainConfig, evaluate, fit, load_classifier, predict,
                                     save_classifier)
 
@@ -371,8 +371,6 @@ def test_load_rejects_bad_files(trained, tmp_path):
 def test_resnet_file_saved_before_the_shortcut_field_loads_as_identity(tmp_path):
     """Files written before ModelConfig.shortcut existed have no such field; their same-width
     blocks used the input itself, and they must load as that, not as today's default."""
-    from kairo.attention import build_classifier
-
     old_cfg = ModelConfig(encoder="resnet", d_model=8, layers=3, pool="mean", shortcut="identity")
     torch.manual_seed(3)
     model = build_classifier(old_cfg, 1, 2, 30).eval()
@@ -397,6 +395,34 @@ def test_resnet_file_saved_before_the_shortcut_field_loads_as_identity(tmp_path)
     torch.save(state, path)
     loaded, _ = load_classifier(path, expect_arch=tf.arch)
     assert loaded.arch == tf.arch
+
+
+def test_length_feature_trains_saves_and_loads_on_padded_data(tmp_path):
+    """fit → save → load keeps the option and the logits; a file from before the option
+    loads as off; a model of the other setting is named as a different architecture."""
+    rng = np.random.default_rng(1)
+    lengths = rng.integers(8, 30, 40)
+    series = [rng.normal(size=(1, n)) for n in lengths]
+    data = from_arrays(series, (lengths > 18).astype(int), pad=True, name="toy")
+    cfg = dataclasses.replace(RESNET, length_feature=True)
+    r = fit(cfg, TrainConfig(epochs=3, batch=8, val_fraction=0.0, threads=1), data, **QUIET)
+    model = r["model"]
+    assert model.cfg.length_feature and model.head[1].in_features == 9
+    path = tmp_path / "len.pt"
+    save_classifier(path, model, cfg)
+    loaded, meta = load_classifier(path, expect_arch=model.arch)
+    assert meta["model_config"]["length_feature"] is True
+    want = predict(model, data.x, data.mask)[1]
+    np.testing.assert_array_equal(predict(loaded, data.x, data.mask)[1], want)
+    off = build_classifier(RESNET, 1, 2, data.x.shape[2])
+    with pytest.raises(DataError, match=r"'length_feature': \(True, False\)"):
+        load_classifier(path, expect_arch=off.arch)
+    save_classifier(path, off, RESNET)                  # as written before the option
+    state = torch.load(path, weights_only=True)
+    del state["arch"]["length_feature"], state["config"]["length_feature"]
+    torch.save(state, path)
+    old, _ = load_classifier(path, expect_arch=off.arch)
+    assert old.cfg.length_feature is False
 
 
 # ---------------------------------------------------------------------------- prediction

@@ -85,6 +85,24 @@ def test_multivariate_train_saves_channel_scaling_that_evaluate_reuses(tmp_path)
     assert load_classifier(tmp_path / "raw" / "model.pt")[1]["znorm"] == "none"
 
 
+def test_length_feature_on_the_variable_length_set(tmp_path):
+    """--length-feature on the padded PickupGestureWiimoteZ: the model file keeps the option
+    and evaluate reproduces the run's metrics."""
+    from kairo.attention import load_classifier
+
+    out = tmp_path / "pg"
+    assert main(["tsc", "train", "--dataset", "PickupGestureWiimoteZ", "--encoder", "resnet",
+                 "--pool", "mean", *FAST, "--epochs", "2", "--length-feature", "true",
+                 "--out", str(out)]) == 0
+    model, meta = load_classifier(out / "model.pt")
+    assert model.cfg.length_feature and meta["model_config"]["length_feature"] is True
+    assert main(["tsc", "evaluate", "--model", str(out / "model.pt"), "--dataset",
+                 "PickupGestureWiimoteZ", "--out", str(tmp_path / "ev")]) == 0
+    a = json.loads((out / "metrics.json").read_text())
+    b = json.loads((tmp_path / "ev" / "metrics.json").read_text())
+    assert a["accuracy"] == b["accuracy"] and a["confusion"] == b["confusion"]
+
+
 def test_maps_and_encodings_figures(trained, tmp_path):
     out = tmp_path / "maps"
     assert main(["tsc", "maps", "--model", str(trained / "model.pt"), "--dataset",
@@ -251,6 +269,7 @@ def test_pooling_tests_known_values():
     (["tsc", "train", "--znorm", "robust"], "'znorm' must be one of auto, series, channel"),
     (["tsc", "benchmark", "--bn-stats", "precise"], "'bn_stats' must be one of running, recompute"),
     (["tsc", "evaluate", "--model", "/no/such/model.pt"], "model.pt"),
+    (["tsc", "train", "--length-feature", "maybe"], "'length_feature' expects true/false"),
 ])
 def test_bad_input_gets_a_clear_error(argv, fragment, tmp_path, capsys):
     assert main([*argv, "--out", str(tmp_path / "o")]) == 2

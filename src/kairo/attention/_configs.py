@@ -52,6 +52,9 @@ class ModelConfig:
     ``pool_queries`` by "mha"; ``kernel_sizes`` (the convolutions of each block) and
     ``shortcut`` (of a block that keeps its width: batch norm as in Fawaz et al., or the input
     itself as in kairo's files saved before the field existed) by ResNet.
+    ``length_feature`` appends each series' valid length as a fraction of ``max_len`` (the
+    longest training series) to the pooled features before the linear layer: masked pooling
+    hides how long a padded series was, which can carry the class (gesture data).
     """
 
     encoder: str = "transformer"      # resnet, transformer
@@ -69,6 +72,7 @@ class ModelConfig:
     pool_queries: int = 1
     kernel_sizes: tuple[int, ...] = (8, 5, 3)   # ResNet convs of a block (Fawaz: 8, 5, 3)
     shortcut: str = "bn"                        # ResNet same-width shortcut: bn, identity
+    length_feature: bool = False                # valid length / max_len joins the pooled vector
 
     def __post_init__(self):
         for name, allowed in (("encoder", ENCODERS), ("pool", POOLS), ("norm", NORMS),
@@ -90,6 +94,9 @@ class ModelConfig:
                 self.n_kv_heads < 0:
             raise ConfigError(f"model field 'n_kv_heads' must be an integer ≥ 0 (0 = n_heads), "
                               f"got {self.n_kv_heads!r}")
+        if not isinstance(self.length_feature, bool):
+            raise ConfigError(f"model field 'length_feature' must be true or false, got "
+                              f"{self.length_feature!r}")
         if not 0.0 <= self.dropout < 1.0:
             raise ConfigError(f"model field 'dropout' must be in [0, 1), got {self.dropout}")
         if self.pool in ("mha", "cls") and self.d_model % self.pool_heads:

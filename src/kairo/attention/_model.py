@@ -2,7 +2,7 @@
 config.
 
 x [B, C, T] (mask [B, T] bool, True = valid step) → encoder tokens [B, T', D] → pool [B, D] →
-logits [B, n_classes].
+LayerNorm (→ ‖ valid length / max_len, with ``length_feature``) → logits [B, n_classes].
 """
 
 from __future__ import annotations
@@ -51,7 +51,8 @@ class TSClassifier(nn.Module):
         self.prefix = cfg.pool == "cls" and cfg.encoder == "transformer"
         self.pool = make_pool(cfg.pool, d, cfg.pool_heads, cfg.pool_queries,
                               cls_mix=not self.prefix)
-        self.head = nn.Sequential(nn.LayerNorm(d), nn.Linear(d, n_classes))
+        # same keys with or without the length feature: head.0 = LayerNorm, head.1 = Linear
+        self.head = nn.Sequential(nn.LayerNorm(d), nn.Linear(d + cfg.length_feature, n_classes))
 
     @property
     def arch(self) -> dict:
@@ -67,7 +68,14 @@ class TSClassifier(nn.Module):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         tokens, tmask = self._encode(x, mask, need_weights=False)                   # [B,T',D]
-        return self.head(self.pool(tokens, tmask))                                 # [B,K]
+        pooled = self.pool(tokens, tmask)                                           # [B,D]
+        if not self.cfg.length_feature:
+            return self.head(pooled)                                               # [B,K]
+        # from the step mask, not the token mask: patch tokens round the length up
+        steps = (x.new_full((x.shape[0],), x.shape[2]) if mask is None
+                 else mask.sum(1).to(x.dtype))
+        z = torch.cat([self.head[0](pooled), (steps / self.max_len)[:, None]], 1)  # [B,D+1]
+        return self.head[1](z)                                                     # [B,K]
 
     @torch.no_grad()
     def attention_maps(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> dict:

@@ -430,6 +430,7 @@ def load_classifier(path, expect_arch: dict | None = None) -> tuple[nn.Module, d
     old_default = "identity" if arch.get("encoder") == "resnet" else "bn"
     for fields in (arch, cfg_fields):
         fields.setdefault("shortcut", old_default)
+        fields.setdefault("length_feature", False)        # files from before the option
     if expect_arch is not None:
         diff = _diff(arch, dict(expect_arch))
         if diff:
