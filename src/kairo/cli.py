@@ -114,8 +114,8 @@ _TSC_HELP = {
     "shortcut": "ResNet: shortcut of a block that keeps its width: bn (batch norm, as in Fawaz "
                 "et al. 2019) or identity",
     "length_feature": "append each series' valid length (a fraction of the longest training "
-                      "series) to the pooled features; for padded sets whose length carries "
-                      "the class",
+                      "series) to the pooled features, for padded sets whose length may "
+                      "carry the class (no gain on PickupGestureWiimoteZ: docs/attention.md)",
     "model": "a model.pt written by kairo tsc train",
     "input": "series to classify: .ts, .csv or .npz/.npy",
     "seeds": "training seeds per configuration",

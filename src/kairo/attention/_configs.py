@@ -54,7 +54,8 @@ class ModelConfig:
     itself as in kairo's files saved before the field existed) by ResNet.
     ``length_feature`` appends each series' valid length as a fraction of ``max_len`` (the
     longest training series) to the pooled features before the linear layer: masked pooling
-    hides how long a padded series was, which can carry the class (gesture data).
+    hides how long a padded series was. Off by default; on PickupGestureWiimoteZ it did not
+    help (docs/attention.md).
     """
 
     encoder: str = "transformer"      # resnet, transformer
