@@ -368,6 +368,14 @@ def test_load_rejects_bad_files(trained, tmp_path):
         save_classifier(tmp_path / "x.pt", trained["model"], TINY, {"bad": object()})
 
 
+def _save_as_before(path, model, cfg, field: str) -> None:
+    """A model file as kairo wrote it before ModelConfig had ``field``."""
+    save_classifier(path, model, cfg)
+    state = torch.load(path, weights_only=True)
+    del state["arch"][field], state["config"][field]
+    torch.save(state, path)
+
+
 def test_resnet_file_saved_before_the_shortcut_field_loads_as_identity(tmp_path):
     """Files written before ModelConfig.shortcut existed have no such field; their same-width
     blocks used the input itself, and they must load as that, not as today's default."""
@@ -375,10 +383,7 @@ def test_resnet_file_saved_before_the_shortcut_field_loads_as_identity(tmp_path)
     torch.manual_seed(3)
     model = build_classifier(old_cfg, 1, 2, 30).eval()
     path = tmp_path / "old.pt"
-    save_classifier(path, model, old_cfg)
-    state = torch.load(path, weights_only=True)
-    del state["arch"]["shortcut"], state["config"]["shortcut"]
-    torch.save(state, path)
+    _save_as_before(path, model, old_cfg, "shortcut")
     loaded, meta = load_classifier(path)
     assert loaded.cfg.shortcut == "identity" and meta["model_config"]["shortcut"] == "identity"
     x = torch.randn(4, 1, 30)
@@ -389,10 +394,7 @@ def test_resnet_file_saved_before_the_shortcut_field_loads_as_identity(tmp_path)
         load_classifier(path, expect_arch=today.arch)
     # a Transformer file of that time loads and matches today's Transformer of the same shape
     tf = build_classifier(TINY, 1, 2, 30)
-    save_classifier(path, tf, TINY)
-    state = torch.load(path, weights_only=True)
-    del state["arch"]["shortcut"], state["config"]["shortcut"]
-    torch.save(state, path)
+    _save_as_before(path, tf, TINY, "shortcut")
     loaded, _ = load_classifier(path, expect_arch=tf.arch)
     assert loaded.arch == tf.arch
 
@@ -417,10 +419,7 @@ def test_length_feature_trains_saves_and_loads_on_padded_data(tmp_path):
     off = build_classifier(RESNET, 1, 2, data.x.shape[2])
     with pytest.raises(DataError, match=r"'length_feature': \(True, False\)"):
         load_classifier(path, expect_arch=off.arch)
-    save_classifier(path, off, RESNET)                  # as written before the option
-    state = torch.load(path, weights_only=True)
-    del state["arch"]["length_feature"], state["config"]["length_feature"]
-    torch.save(state, path)
+    _save_as_before(path, off, RESNET, "length_feature")
     old, _ = load_classifier(path, expect_arch=off.arch)
     assert old.cfg.length_feature is False
 
