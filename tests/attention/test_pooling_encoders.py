@@ -355,6 +355,47 @@ def test_length_feature_separates_classes_that_differ_only_in_length():
     assert accs == {False: 0.5, True: 1.0}, accs
 
 
+@pytest.mark.parametrize("encoder", ["resnet", "transformer"])
+def test_glorot_init_and_no_head_norm(encoder):
+    """weight_init="glorot": every Conv1d/Linear weight is U(±√(6/(fan_in+fan_out))) with fan
+    counting kernel taps (Keras's glorot_uniform), biases 0, everything else as "torch" draws
+    it; head_norm=False: logits = Linear(pool(tokens)), no LayerNorm parameters."""
+    kw = dict(encoder=encoder, pool="attention", d_model=16, n_heads=4, layers=2)
+    torch.manual_seed(20)
+    base = build_classifier(ModelConfig(**kw), 2, 3, 40)
+    torch.manual_seed(20)
+    model = build_classifier(ModelConfig(**kw, weight_init="glorot", head_norm=False), 2, 3, 40)
+    assert isinstance(model.head[0], torch.nn.Identity)
+    assert not any(n.startswith("head.0") for n, _ in model.named_parameters())
+    layers = [m for m in model.modules() if isinstance(m, (torch.nn.Conv1d, torch.nn.Linear))]
+    assert layers
+    for m in layers:
+        w = m.weight.detach()
+        taps = w[0, 0].numel() if w.dim() > 2 else 1
+        bound = (6.0 / ((w.shape[0] + w.shape[1]) * taps)) ** 0.5
+        assert w.abs().max() <= bound and w.abs().max() > 0.7 * bound, m
+        if m.bias is not None:
+            assert not m.bias.any()
+    # the wide layers' spread is the uniform's, bound / √3 (PyTorch's default is narrower)
+    wide = max(layers, key=lambda m: m.weight.numel())
+    w = wide.weight.detach()
+    taps = w[0, 0].numel() if w.dim() > 2 else 1
+    bound = (6.0 / ((w.shape[0] + w.shape[1]) * taps)) ** 0.5
+    assert abs(w.std().item() / (bound / 3 ** 0.5) - 1) < 0.05
+    # parameters of other modules (norms, CLS token, pooling query) are drawn as before
+    others = [(n, p) for name, m in model.named_modules()
+              if not isinstance(m, (torch.nn.Conv1d, torch.nn.Linear))
+              for n, p in m.named_parameters(prefix=name, recurse=False)]
+    assert len(others) > 4
+    for n, p in others:
+        assert torch.equal(p, base.get_parameter(n)), n
+    x, mask = _batch()
+    model.eval()
+    with torch.no_grad():
+        tokens, tmask = model._encode(x, mask, need_weights=False)
+        torch.testing.assert_close(model(x, mask), model.head[1](model.pool(tokens, tmask)))
+
+
 def test_tiny_model_overfits_16_samples():
     torch.manual_seed(15)
     t = torch.linspace(0, 1, 32)
@@ -398,7 +439,9 @@ def test_arch_and_config_errors():
            ({"kernel_sizes": (8, 0)}, "'kernel_sizes' must be a non-empty list of integers"),
            ({"kernel_sizes": ()}, "'kernel_sizes' must be a non-empty list of integers"),
            ({"shortcut": "none"}, "'shortcut' must be one of bn, identity"),
-           ({"length_feature": 1}, "'length_feature' must be true or false")]
+           ({"length_feature": 1}, "'length_feature' must be true or false"),
+           ({"head_norm": "no"}, "'head_norm' must be true or false"),
+           ({"weight_init": "keras"}, "'weight_init' must be one of torch, glorot")]
     for kw, match in bad:
         with pytest.raises(ConfigError, match=match):
             ModelConfig(**kw)

@@ -424,6 +424,32 @@ def test_length_feature_trains_saves_and_loads_on_padded_data(tmp_path):
     assert old.cfg.length_feature is False
 
 
+
+def test_keras_style_options_save_load_and_old_files(tmp_path):
+    """head_norm and weight_init travel with the model file; files from before the fields load
+    as LayerNorm + PyTorch init; a model with the other setting is a different architecture."""
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(24, 1, 20))
+    y = np.arange(24) % 2
+    x[y == 1] += 1.0
+    data = from_arrays(x, y, name="toy")
+    cfg = dataclasses.replace(RESNET, head_norm=False, weight_init="glorot")
+    model = fit(cfg, TrainConfig(epochs=2, batch=8, val_fraction=0.0, threads=1), data,
+                **QUIET)["model"]
+    path = tmp_path / "keras.pt"
+    save_classifier(path, model, cfg)
+    loaded, meta = load_classifier(path, expect_arch=model.arch)
+    assert meta["model_config"]["head_norm"] is False
+    assert meta["model_config"]["weight_init"] == "glorot"
+    np.testing.assert_array_equal(predict(loaded, data.x)[1], predict(model, data.x)[1])
+    default = build_classifier(RESNET, 1, 2, 20)
+    with pytest.raises(DataError, match=r"'head_norm': \(False, True\)"):
+        load_classifier(path, expect_arch=default.arch)
+    for field in ("head_norm", "weight_init"):
+        _save_as_before(path, default, RESNET, field)
+        old, _ = load_classifier(path, expect_arch=default.arch)
+        assert old.cfg.head_norm is True and old.cfg.weight_init == "torch"
+
 # ---------------------------------------------------------------------------- prediction
 def test_predict_applies_znorm_and_validates(trained, gunpoint):
     _, te = gunpoint

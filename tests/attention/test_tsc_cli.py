@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from kairo.attention._compare import resnet_test
 from kairo.cli import main
@@ -83,6 +84,24 @@ def test_multivariate_train_saves_channel_scaling_that_evaluate_reuses(tmp_path)
     assert main(["tsc", "train", "--dataset", "BasicMotions", "--encoder", "resnet", "--pool",
                  "mean", *FAST, "--znorm", "false", "--out", str(tmp_path / "raw")]) == 0
     assert load_classifier(tmp_path / "raw" / "model.pt")[1]["znorm"] == "none"
+
+
+def test_keras_style_resnet_from_the_cli(tmp_path):
+    """--head-norm false --weight-init glorot reach the model file, and evaluate rebuilds it."""
+    from kairo.attention import load_classifier
+
+    out = tmp_path / "gp"
+    assert main(["tsc", "train", "--dataset", "GunPoint", "--encoder", "resnet", "--pool",
+                 "mean", *FAST, "--epochs", "2", "--head-norm", "false", "--weight-init",
+                 "glorot", "--out", str(out)]) == 0
+    model, meta = load_classifier(out / "model.pt")
+    assert isinstance(model.head[0], torch.nn.Identity) and model.cfg.weight_init == "glorot"
+    assert meta["model_config"]["head_norm"] is False
+    assert main(["tsc", "evaluate", "--model", str(out / "model.pt"), "--dataset", "GunPoint",
+                 "--out", str(tmp_path / "ev")]) == 0
+    a = json.loads((out / "metrics.json").read_text())
+    b = json.loads((tmp_path / "ev" / "metrics.json").read_text())
+    assert a["accuracy"] == b["accuracy"] and a["confusion"] == b["confusion"]
 
 
 def test_length_feature_on_the_variable_length_set(tmp_path):
@@ -270,6 +289,8 @@ def test_pooling_tests_known_values():
     (["tsc", "benchmark", "--bn-stats", "precise"], "'bn_stats' must be one of running, recompute"),
     (["tsc", "evaluate", "--model", "/no/such/model.pt"], "model.pt"),
     (["tsc", "train", "--length-feature", "maybe"], "'length_feature' expects true/false"),
+    (["tsc", "train", "--head-norm", "off"], "'head_norm' expects true/false"),
+    (["tsc", "benchmark", "--weight-init", "keras"], "'weight_init' must be one of torch, glorot"),
 ])
 def test_bad_input_gets_a_clear_error(argv, fragment, tmp_path, capsys):
     assert main([*argv, "--out", str(tmp_path / "o")]) == 2

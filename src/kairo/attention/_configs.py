@@ -14,7 +14,7 @@ import numpy as np
 from kairo._errors import ConfigError
 
 __all__ = ["ModelConfig", "TrainConfig", "ENCODERS", "POOLS", "NORMS", "TOKENS",
-           "POSITIONALS", "SCHEDULES", "DEVICES", "SHORTCUTS", "ZNORMS",
+           "POSITIONALS", "SCHEDULES", "DEVICES", "SHORTCUTS", "WEIGHT_INITS", "ZNORMS",
            "BN_STATS", "znorm_mode"]
 
 ENCODERS = ("resnet", "transformer")
@@ -22,6 +22,7 @@ POOLS = ("mean", "max", "cls", "attention", "mha")
 NORMS = ("pre", "post")                      # LayerNorm before or after each residual branch
 TOKENS = ("step", "patch")
 SHORTCUTS = ("bn", "identity")               # ResNet shortcut of a same-width block
+WEIGHT_INITS = ("torch", "glorot")           # PyTorch's per-module defaults, or Keras's
 POSITIONALS = ("sinusoidal", "learned", "rope", "none")
 SCHEDULES = ("cosine", "onecycle", "constant", "plateau")
 DEVICES = ("cpu", "cuda", "auto")
@@ -56,6 +57,11 @@ class ModelConfig:
     longest training series) to the pooled features before the linear layer: masked pooling
     hides how long a padded series was. Off by default; on PickupGestureWiimoteZ it did not
     help (docs/attention.md).
+    ``head_norm`` puts a LayerNorm between the pooled vector and the linear layer (kairo's
+    default); off, the pooled vector goes straight to the linear layer, as in Fawaz et al.'s
+    ResNet. ``weight_init`` "glorot" draws every Conv1d and Linear weight Glorot-uniform with
+    zero biases (Keras's defaults, which the published ResNet figures were trained with);
+    "torch" keeps PyTorch's per-module defaults.
     """
 
     encoder: str = "transformer"      # resnet, transformer
@@ -74,11 +80,13 @@ class ModelConfig:
     kernel_sizes: tuple[int, ...] = (8, 5, 3)   # ResNet convs of a block (Fawaz: 8, 5, 3)
     shortcut: str = "bn"                        # ResNet same-width shortcut: bn, identity
     length_feature: bool = False                # valid length / max_len joins the pooled vector
+    head_norm: bool = True                      # LayerNorm before the linear head
+    weight_init: str = "torch"                  # torch, glorot
 
     def __post_init__(self):
         for name, allowed in (("encoder", ENCODERS), ("pool", POOLS), ("norm", NORMS),
                               ("tokens", TOKENS), ("positional", POSITIONALS),
-                              ("shortcut", SHORTCUTS)):
+                              ("shortcut", SHORTCUTS), ("weight_init", WEIGHT_INITS)):
             if getattr(self, name) not in allowed:
                 raise ConfigError(f"model field {name!r} must be one of {', '.join(allowed)}; "
                                   f"got {getattr(self, name)!r}")
@@ -95,9 +103,10 @@ class ModelConfig:
                 self.n_kv_heads < 0:
             raise ConfigError(f"model field 'n_kv_heads' must be an integer ≥ 0 (0 = n_heads), "
                               f"got {self.n_kv_heads!r}")
-        if not isinstance(self.length_feature, bool):
-            raise ConfigError(f"model field 'length_feature' must be true or false, got "
-                              f"{self.length_feature!r}")
+        for name in ("length_feature", "head_norm"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"model field {name!r} must be true or false, got "
+                                  f"{getattr(self, name)!r}")
         if not 0.0 <= self.dropout < 1.0:
             raise ConfigError(f"model field 'dropout' must be in [0, 1), got {self.dropout}")
         if self.pool in ("mha", "cls") and self.d_model % self.pool_heads:

@@ -2,7 +2,8 @@
 config.
 
 x [B, C, T] (mask [B, T] bool, True = valid step) → encoder tokens [B, T', D] → pool [B, D] →
-LayerNorm (→ ‖ valid length / max_len, with ``length_feature``) → logits [B, n_classes].
+LayerNorm (unless ``head_norm`` is off) (→ ‖ valid length / max_len, with ``length_feature``)
+→ logits [B, n_classes].
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ __all__ = ["ModelConfig", "TSClassifier", "build_classifier"]
 
 
 class TSClassifier(nn.Module):
-    """Encoder → pooling head → LayerNorm → Linear(D, n_classes).
+    """Encoder → pooling head → LayerNorm (optional) → Linear(D, n_classes).
 
     ``forward(x [B,C,T] float, mask [B,T] bool | None) → logits [B, n_classes]`` (mask True =
     valid step; padded steps never change the logits in eval mode). With the "cls" pool on a
@@ -51,8 +52,12 @@ class TSClassifier(nn.Module):
         self.prefix = cfg.pool == "cls" and cfg.encoder == "transformer"
         self.pool = make_pool(cfg.pool, d, cfg.pool_heads, cfg.pool_queries,
                               cls_mix=not self.prefix)
-        # same keys with or without the length feature: head.0 = LayerNorm, head.1 = Linear
-        self.head = nn.Sequential(nn.LayerNorm(d), nn.Linear(d + cfg.length_feature, n_classes))
+        # same keys with or without either option: head.0 = LayerNorm (or nothing), head.1 =
+        # Linear
+        self.head = nn.Sequential(nn.LayerNorm(d) if cfg.head_norm else nn.Identity(),
+                                  nn.Linear(d + cfg.length_feature, n_classes))
+        if cfg.weight_init == "glorot":
+            self.apply(_glorot)
 
     @property
     def arch(self) -> dict:
@@ -101,6 +106,16 @@ class TSClassifier(nn.Module):
             tmask = None if tmask is None else tmask[:, 1:]
         return {"pool": pool, "self": self_maps, "mask": tmask, "n_prefix": n_prefix,
                 "steps_per_token": self.encoder.steps_per_token}
+
+
+def _glorot(module: nn.Module) -> None:
+    """Keras's defaults for a convolution or dense layer: Glorot-uniform weights (fan in and out
+    count the kernel taps, as Keras's do), zero biases. Norms, embeddings, CLS tokens and
+    pooling queries keep their own initialisation."""
+    if isinstance(module, (nn.Conv1d, nn.Linear)):
+        nn.init.xavier_uniform_(module.weight)
+        if module.bias is not None:
+            nn.init.zeros_(module.bias)
 
 
 def build_classifier(cfg: ModelConfig, n_channels: int, n_classes: int,

@@ -431,6 +431,8 @@ def load_classifier(path, expect_arch: dict | None = None) -> tuple[nn.Module, d
     for fields in (arch, cfg_fields):
         fields.setdefault("shortcut", old_default)
         fields.setdefault("length_feature", False)        # files from before the option
+        fields.setdefault("head_norm", True)              # … and before these two
+        fields.setdefault("weight_init", "torch")
     if expect_arch is not None:
         diff = _diff(arch, dict(expect_arch))
         if diff:
