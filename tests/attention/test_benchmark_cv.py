@@ -181,3 +181,31 @@ def test_reuse_of_a_holdout_table_with_select_cv_is_refused(tmp_path, capsys):
     assert "expected a cv_runs.csv from kairo tsc benchmark --select cv" in err
     assert "'cv_hits'" in err
     assert not (tmp_path / "o").exists()
+
+
+def test_reuse_checks_the_settings_the_runs_were_trained_with(tmp_path, capsys):
+    """A reused table's config.yaml must match this run's model and training settings; a
+    field an older kairo did not write counts as the value runs had then; a table without
+    config.yaml is used with a warning."""
+    path = tmp_path / "runs.csv"
+    pd.DataFrame([{"dataset": "ItalyPowerDemand", "encoder": "resnet", "pool": "mean",
+                   "seed": s, "test_accuracy": 0.9, "val_accuracy": 0.8} for s in (0, 1)]
+                 ).to_csv(path, index=False)
+    argv = ["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--encoders", "resnet",
+            "--pools", "mean", "--refit", "false", "--reuse", str(path)]
+    assert main([*argv, "--out", str(tmp_path / "a")]) == 0
+    err = capsys.readouterr().err
+    assert "no config.yaml next to it" in err and "cannot be checked" in err
+    # an older run directory: no shortcut or bn_stats field, trained with d_model 32
+    (tmp_path / "config.yaml").write_text("d_model: 32\nepochs: 200\nencoders: [resnet]\n")
+    assert main([*argv, "--out", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err
+    assert ("d_model: 32 there, 64 here; shortcut: 'identity' there, 'bn' here; bn_stats: "
+            "'running' there, 'recompute' here;") in err, err
+    assert not (tmp_path / "b").exists()
+    # the same settings pass; a Transformer-only grid has no ResNet shortcut to compare
+    (tmp_path / "config.yaml").write_text("shortcut: bn\nbn_stats: recompute\n")
+    assert main([*argv, "--out", str(tmp_path / "c")]) == 0
+    (tmp_path / "config.yaml").write_text("encoders: [transformer]\nbn_stats: recompute\n")
+    assert main([*argv, "--out", str(tmp_path / "d")]) == 0
+    assert "warning" not in capsys.readouterr().err

@@ -133,7 +133,7 @@ def test_maps_and_encodings_figures(trained, tmp_path):
     assert e["max_offset_rotation_error"] < 1e-5
 
 
-def test_compare_pooling_and_benchmark_reuse(tmp_path):
+def test_compare_pooling_and_benchmark_reuse(tmp_path, capsys):
     out = tmp_path / "cmp"
     assert main(["tsc", "compare-pooling", "--datasets", "ItalyPowerDemand", "--encoders",
                  "resnet", "--pools", "mean,max,attention", "--seeds", "2", "--workers", "1",
@@ -147,8 +147,17 @@ def test_compare_pooling_and_benchmark_reuse(tmp_path):
     assert (tests.wins + tests.ties + tests.losses == 2).all()
     assert (out / "pooling.png").is_file()
     bench = tmp_path / "bench"
+    # runs of other settings are not credited to this run's configuration
     assert main(["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--reuse",
-                 str(out / "runs.csv"), "--refit", "false", "--out", str(bench)]) == 0
+                 str(out / "runs.csv"), "--refit", "false", "--out", str(bench)]) == 2
+    err = capsys.readouterr().err
+    assert "its runs were trained with other settings than this run's (d_model: 8 there, 64 " \
+           "here; layers: 1 there, 2 here; epochs: 2 there, 200 here; patience: 0 there, 30 " \
+           "here;" in err and f"--config {out / 'config.yaml'} sets them all" in err, err
+    assert not bench.exists()
+    assert main(["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--reuse",
+                 str(out / "runs.csv"), "--refit", "false", "--config",
+                 str(out / "config.yaml"), "--out", str(bench)]) == 0
     table = pd.read_csv(bench / "benchmark.csv")
     row = table.iloc[0]
     assert row.dataset == "ItalyPowerDemand" and row["pool"] in {"mean", "max", "attention"}
@@ -163,7 +172,7 @@ def test_compare_pooling_and_benchmark_reuse(tmp_path):
     refit = tmp_path / "refit"
     assert main(["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--reuse",
                  str(out / "runs.csv"), "--seeds", "2", "--workers", "1", "--epochs", "2",
-                 "--d-model", "8", "--layers", "1", "--out", str(refit)]) == 0
+                 "--d-model", "8", "--layers", "1", "--patience", "0", "--out", str(refit)]) == 0
     rr = pd.read_csv(refit / "refit_runs.csv")
     assert len(rr) == 2 and set(rr["pool"]) == {row["pool"]} and set(rr.seed) == {0, 1}
     assert rr.val_accuracy.isna().all() and (rr.epochs_run == 2).all()

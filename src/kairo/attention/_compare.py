@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 import warnings
 from dataclasses import field
 
@@ -406,8 +407,12 @@ def _read_reuse(cfg) -> pd.DataFrame:
     if not need <= set(df.columns):
         raise DataError(f"--reuse {cfg.reuse}: expected {what} with columns {sorted(need)}; "
                         f"it has {sorted(df.columns)}")
+    _check_reused_settings(cfg)
     if "time_warp" not in df:             # tables written before the column existed
         df["time_warp"] = float(cfg.time_warp)
+    for col in ("test_macro_f1", "seconds", "n_params"):     # summaries only: may be absent
+        if cfg.select != "cv" and col not in df:
+            df[col] = np.nan
     # only the configured candidates compete (encoders × pools × time warps)
     cands = _candidates(cfg)
     df = df[df.dataset.isin(cfg.datasets) &
@@ -419,6 +424,50 @@ def _read_reuse(cfg) -> pd.DataFrame:
                         f"({', '.join(_describe_candidate(*c) for c in cands)}) "
                         f"for {', '.join(missing)}")
     return df
+
+
+# settings that do not change what a run computes; time_warp is a candidate column of the
+# table itself, checked when the candidates are matched
+_RUN_ONLY = {"threads", "device", "checkpoint_every", "time_warp"}
+# a field missing from an older config.yaml: the value runs had before the field existed
+_LEGACY = {"shortcut": "identity", "bn_stats": "running"}
+
+
+def _check_reused_settings(cfg) -> None:
+    """The reused runs must have been trained with this run's model and training settings:
+    otherwise the table would credit them to a configuration they were not trained with.
+    The settings come from the config.yaml kairo writes next to every runs table."""
+    from pathlib import Path
+
+    from kairo._config import load_config_file
+
+    path = Path(cfg.reuse).with_name("config.yaml")
+    if not path.is_file():
+        print(f"kairo: warning: --reuse {cfg.reuse}: no config.yaml next to it, so its runs' "
+              f"model and training settings cannot be checked against this run's",
+              file=sys.stderr)
+        return
+    saved = load_config_file(path)
+    fields = [f.name for cls in (ModelConfig, TrainConfig) for f in dataclasses.fields(cls)
+              if f.name not in ("encoder", "pool", "seed") and f.name not in _RUN_ONLY]
+    fields.append("mnist1d_length")
+    diff = []
+    for name in fields:
+        now = getattr(cfg, name)
+        was = saved.get(name, _LEGACY.get(name, now))
+        if name == "shortcut" and "resnet" not in saved.get("encoders", ENCODERS):
+            continue                      # a Transformer-only grid has no ResNet shortcut
+        if isinstance(was, list):
+            was = tuple(was)
+        elif name == "znorm" and isinstance(was, bool):     # before the modes existed
+            was = "series" if was else "none"
+        if was != now:
+            diff.append(f"{name}: {was!r} there, {now!r} here")
+    if diff:
+        raise DataError(f"--reuse {cfg.reuse}: its runs were trained with other settings than "
+                        f"this run's ({'; '.join(diff)}; from {path}); give the same options "
+                        f"(--config {path} sets them all), or train the grid again without "
+                        f"--reuse")
 
 
 def _describe_candidate(enc: str, pool: str, warp: float) -> str:
