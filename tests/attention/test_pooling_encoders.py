@@ -369,19 +369,19 @@ def test_glorot_init_and_no_head_norm(encoder):
     assert not any(n.startswith("head.0") for n, _ in model.named_parameters())
     layers = [m for m in model.modules() if isinstance(m, (torch.nn.Conv1d, torch.nn.Linear))]
     assert layers
+
+    def bound(w):                          # [out, in(, taps)]
+        taps = w[0, 0].numel() if w.dim() > 2 else 1
+        return (6.0 / ((w.shape[0] + w.shape[1]) * taps)) ** 0.5
+
     for m in layers:
         w = m.weight.detach()
-        taps = w[0, 0].numel() if w.dim() > 2 else 1
-        bound = (6.0 / ((w.shape[0] + w.shape[1]) * taps)) ** 0.5
-        assert w.abs().max() <= bound and w.abs().max() > 0.7 * bound, m
+        assert w.abs().max() <= bound(w) and w.abs().max() > 0.7 * bound(w), m
         if m.bias is not None:
             assert not m.bias.any()
     # the wide layers' spread is the uniform's, bound / √3 (PyTorch's default is narrower)
-    wide = max(layers, key=lambda m: m.weight.numel())
-    w = wide.weight.detach()
-    taps = w[0, 0].numel() if w.dim() > 2 else 1
-    bound = (6.0 / ((w.shape[0] + w.shape[1]) * taps)) ** 0.5
-    assert abs(w.std().item() / (bound / 3 ** 0.5) - 1) < 0.05
+    w = max(layers, key=lambda m: m.weight.numel()).weight.detach()
+    assert abs(w.std().item() / (bound(w) / 3 ** 0.5) - 1) < 0.05
     # parameters of other modules (norms, CLS token, pooling query) are drawn as before
     others = [(n, p) for name, m in model.named_modules()
               if not isinstance(m, (torch.nn.Conv1d, torch.nn.Linear))

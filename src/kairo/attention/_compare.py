@@ -16,7 +16,7 @@ import pandas as pd
 
 from kairo._errors import ConfigError, DataError
 from kairo.attention._commands import _flat, split_config
-from kairo.attention._configs import ENCODERS, POOLS, ModelConfig, TrainConfig
+from kairo.attention._configs import ENCODERS, POOLS, ModelConfig, TrainConfig, znorm_mode
 
 __all__ = ["CompareConfig", "BenchmarkConfig", "run_grid", "pooling_tests", "summarize",
            "cv_folds", "cv_summary", "comparison_figure", "run_compare", "run_benchmark",
@@ -457,10 +457,9 @@ def _check_reused_settings(cfg) -> None:
         was = saved.get(name, _LEGACY.get(name, now))
         if name == "shortcut" and "resnet" not in saved.get("encoders", ENCODERS):
             continue                      # a Transformer-only grid has no ResNet shortcut
-        if isinstance(was, list):
-            was = tuple(was)
-        elif name == "znorm" and isinstance(was, bool):     # before the modes existed
-            was = "series" if was else "none"
+        was = tuple(was) if isinstance(was, list) else was
+        if name == "znorm":
+            was = znorm_mode(was)                 # the old true/false switch as a mode
         if was != now:
             diff.append(f"{name}: {was!r} there, {now!r} here")
     if diff:
