@@ -151,11 +151,15 @@ def test_checkpoint_from_before_augmentation_resumes_as_unaugmented(tmp_path):
     for name in ("jitter", "scaling", "time_warp", "crop"):       # as written before they existed
         del state["run"]["train_config"][name]
     state["run"]["train_config"]["znorm"] = True          # the switch before znorm="channel"
+    for name in ("length_feature", "head_norm", "weight_init"):   # the same for the model
+        del state["run"]["arch"][name]
     state["epoch"], state["finished"], state["history"] = 1, False, state["history"][:1]
     torch.save(state, ckpt)
     with pytest.raises(DataError, match=r"'time_warp': \(0\.0, 0\.2\)"):
         fit(RESNET, dataclasses.replace(cfg, time_warp=0.2), data, checkpoint=ckpt, **QUIET)
     with pytest.raises(DataError, match=r"'znorm': \('series', 'channel'\)"):
         fit(RESNET, dataclasses.replace(cfg, znorm="channel"), data, checkpoint=ckpt, **QUIET)
+    with pytest.raises(DataError, match=r"architecture .*'head_norm': \(True, False\)"):
+        fit(dataclasses.replace(RESNET, head_norm=False), cfg, data, checkpoint=ckpt, **QUIET)
     again = fit(RESNET, cfg, data, checkpoint=ckpt, **QUIET)
     assert again["resumed_from"] == 1 and [h["epoch"] for h in again["history"]] == [1, 2]

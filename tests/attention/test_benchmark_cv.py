@@ -209,3 +209,12 @@ def test_reuse_checks_the_settings_the_runs_were_trained_with(tmp_path, capsys):
     (tmp_path / "config.yaml").write_text("encoders: [transformer]\nbn_stats: recompute\n")
     assert main([*argv, "--out", str(tmp_path / "d")]) == 0
     assert "warning" not in capsys.readouterr().err
+    # runs from before the head options had the LayerNorm head and PyTorch's initialisation
+    (tmp_path / "config.yaml").write_text("shortcut: bn\nbn_stats: recompute\n")
+    keras = ["--head-norm", "false", "--weight-init", "glorot"]
+    assert main([*argv, *keras, "--out", str(tmp_path / "e")]) == 2
+    assert ("head_norm: True there, False here; weight_init: 'torch' there, 'glorot' here"
+            in capsys.readouterr().err)
+    (tmp_path / "config.yaml").write_text("shortcut: bn\nbn_stats: recompute\nhead_norm: false\n"
+                                          "weight_init: glorot\n")
+    assert main([*argv, *keras, "--out", str(tmp_path / "f")]) == 0

@@ -16,7 +16,8 @@ import pandas as pd
 
 from kairo._errors import ConfigError, DataError
 from kairo.attention._commands import _flat, split_config
-from kairo.attention._configs import ENCODERS, POOLS, ModelConfig, TrainConfig, znorm_mode
+from kairo.attention._configs import (ENCODERS, POOLS, ModelConfig, TrainConfig,
+                                      value_before_field, znorm_mode)
 
 __all__ = ["CompareConfig", "BenchmarkConfig", "run_grid", "pooling_tests", "summarize",
            "cv_folds", "cv_summary", "comparison_figure", "run_compare", "run_benchmark",
@@ -429,8 +430,6 @@ def _read_reuse(cfg) -> pd.DataFrame:
 # settings that do not change what a run computes; time_warp is a candidate column of the
 # table itself, checked when the candidates are matched
 _RUN_ONLY = {"threads", "device", "checkpoint_every", "time_warp"}
-# a field missing from an older config.yaml: the value runs had before the field existed
-_LEGACY = {"shortcut": "identity", "bn_stats": "running"}
 
 
 def _check_reused_settings(cfg) -> None:
@@ -452,11 +451,15 @@ def _check_reused_settings(cfg) -> None:
               if f.name not in ("encoder", "pool", "seed") and f.name not in _RUN_ONLY]
     fields.append("mnist1d_length")
     diff = []
+    resnet = "resnet" in saved.get("encoders", ENCODERS)
     for name in fields:
-        now = getattr(cfg, name)
-        was = saved.get(name, _LEGACY.get(name, now))
-        if name == "shortcut" and "resnet" not in saved.get("encoders", ENCODERS):
+        if name == "shortcut" and not resnet:
             continue                      # a Transformer-only grid has no ResNet shortcut
+        now = getattr(cfg, name)
+        # a field an older kairo did not write: the value its runs had before it existed
+        was = saved[name] if name in saved else (
+            40 if name == "mnist1d_length"         # make_mnist1d's length before the option
+            else value_before_field(name, "resnet"))
         was = tuple(was) if isinstance(was, list) else was
         if name == "znorm":
             was = znorm_mode(was)                 # the old true/false switch as a mode

@@ -7,7 +7,7 @@ option names listed here are the only ones the modules accept.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass, fields
 
 import numpy as np
 
@@ -199,3 +199,24 @@ class TrainConfig:
         need("checkpoint_every", lambda v: is_int(v) and v >= 1, "an integer ≥ 1")
         need("threads", lambda v: is_int(v) and v >= 0, "an integer ≥ 0 (0 = torch default)")
         need("device", lambda v: v in DEVICES, f"one of {', '.join(DEVICES)}")
+
+
+# Fields added to the model after files were already written: a saved model, a checkpoint or
+# a runs table's config.yaml that lacks one of them was made with the behaviour before the
+# field existed.
+ADDED_MODEL_FIELDS = ("shortcut", "length_feature", "head_norm", "weight_init")
+# where that behaviour is not today's default; everything else took the field's default
+_BEFORE_DEFAULT_CHANGED = {"shortcut": "identity", "bn_stats": "running"}
+
+
+def value_before_field(name: str, encoder: str | None):
+    """The value of ModelConfig/TrainConfig field ``name`` for a file written before the field
+    existed, for a model with ``encoder``. A ResNet's same-width shortcut was the input itself;
+    a Transformer has no shortcut, so the field takes today's default there."""
+    if name in _BEFORE_DEFAULT_CHANGED and not (name == "shortcut" and encoder != "resnet"):
+        return _BEFORE_DEFAULT_CHANGED[name]
+    for cls in (ModelConfig, TrainConfig):
+        for f in fields(cls):
+            if f.name == name:
+                return f.default if f.default is not MISSING else f.default_factory()
+    raise KeyError(f"{name!r} is not a ModelConfig or TrainConfig field")

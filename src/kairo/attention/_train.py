@@ -23,7 +23,8 @@ from kairo._errors import ConfigError, DataError, DataNotFoundError, KairoError
 from kairo._runs import atomic_write
 from kairo.attention._attention import MultiHeadAttention
 from kairo.attention._augment import augment, check_mask, is_active
-from kairo.attention._configs import SCHEDULES, TrainConfig, znorm_mode
+from kairo.attention._configs import (ADDED_MODEL_FIELDS, SCHEDULES, TrainConfig,
+                                      value_before_field, znorm_mode)
 from kairo.attention._data import (TSData, _check_finite, channel_stats, standardize,
                                    stratified_split, znormalize)
 
@@ -374,6 +375,15 @@ def recompute_bn_stats(model: nn.Module, x: torch.Tensor, mask: torch.Tensor | N
     return len(bns)
 
 
+def _fill_added_fields(fields: dict, encoder: str | None = None) -> dict:
+    """``fields`` (a saved arch or model config) with the model fields added since the file
+    was written set to what the model was then."""
+    encoder = fields.get("encoder", encoder)
+    for name in ADDED_MODEL_FIELDS:
+        fields.setdefault(name, value_before_field(name, encoder))
+    return fields
+
+
 def _check_resume(path: Path, saved: dict, now: dict) -> None:
     problems = []
     # a field missing from an older checkpoint did not exist then: the run used its default
@@ -382,8 +392,8 @@ def _check_resume(path: Path, saved: dict, now: dict) -> None:
     old["znorm"] = znorm_mode(old["znorm"])
     tc = {k: v for k, v in _diff(old, now["train_config"]).items()
           if k not in _RESUME_FREE}
-    for what, diff in (("training options", tc), ("architecture", _diff(saved["arch"],
-                                                                        now["arch"])),
+    arch = _fill_added_fields(dict(saved["arch"]))
+    for what, diff in (("training options", tc), ("architecture", _diff(arch, now["arch"])),
                        ("data", _diff(saved["data"], now["data"]))):
         if diff:
             problems.append(f"{what} {diff}")
@@ -425,14 +435,8 @@ def load_classifier(path, expect_arch: dict | None = None) -> tuple[nn.Module, d
     except (KeyError, TypeError, ValueError):
         raise DataError(f"model file {path}: incomplete (needs arch, config, meta and "
                         f"model)") from None
-    # files saved before the field existed: a ResNet's same-width shortcut was the input
-    # itself; for a Transformer the field means nothing and takes today's default
-    old_default = "identity" if arch.get("encoder") == "resnet" else "bn"
-    for fields in (arch, cfg_fields):
-        fields.setdefault("shortcut", old_default)
-        fields.setdefault("length_feature", False)        # files from before the option
-        fields.setdefault("head_norm", True)              # … and before these two
-        fields.setdefault("weight_init", "torch")
+    _fill_added_fields(arch)                  # files saved before a field existed
+    _fill_added_fields(cfg_fields, arch.get("encoder"))
     if expect_arch is not None:
         diff = _diff(arch, dict(expect_arch))
         if diff:
