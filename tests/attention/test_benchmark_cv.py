@@ -110,6 +110,18 @@ def test_benchmark_select_cv_chooses_refits_and_reuses(tmp_path, capsys):
     pd.testing.assert_frame_equal(pd.read_csv(again / "selection.csv"), sel)
     pd.testing.assert_frame_equal(pd.read_csv(again / "refit_runs.csv").drop(columns="seconds"),
                                   refit.drop(columns="seconds"))
+    # the folds and the refit train without a hold-out, so the hold-out's settings play no
+    # part and are not compared; a setting the folds were trained with is
+    base = ["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--encoders", "resnet",
+            "--pools", "mean,max", "--time-warps", "0,0.2", "--select", "cv", "--reuse",
+            str(out / "cv_runs.csv"), "--seeds", "1", *TINY]
+    assert main([*base, "--patience", "3", "--val-fraction", "0.5",
+                 "--out", str(tmp_path / "holdout_options")]) == 0
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "holdout_options" / "selection.csv"),
+                                  sel)
+    capsys.readouterr()
+    assert main([*base, "--lr", "0.01", "--out", str(tmp_path / "other_lr")]) == 2
+    assert "lr: 0.001 there, 0.01 here" in capsys.readouterr().err
 
 
 def test_tie_goes_to_the_first_candidate(tmp_path):

@@ -447,8 +447,12 @@ def _check_reused_settings(cfg) -> None:
               file=sys.stderr)
         return
     saved = load_config_file(path)
+    # --select cv reuses folds trained, like its refit, without a hold-out: the hold-out's
+    # settings played no part there
+    skip = {"encoder", "pool", "seed", *_RUN_ONLY,
+            *(("val_fraction", "patience") if cfg.select == "cv" else ())}
     fields = [f.name for cls in (ModelConfig, TrainConfig) for f in dataclasses.fields(cls)
-              if f.name not in ("encoder", "pool", "seed") and f.name not in _RUN_ONLY]
+              if f.name not in skip]
     fields.append("mnist1d_length")
     diff = []
     resnet = "resnet" in saved.get("encoders", ENCODERS)
