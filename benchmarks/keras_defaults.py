@@ -54,15 +54,39 @@ PROTOCOL = {
 ALPHA = 0.05
 
 
-def read_runs(paths, dataset: str) -> dict[int, float] | None:
+def check_config(table, keras: bool) -> None:
+    """The config.yaml kairo wrote beside a runs table (cv_config.yaml for a --select cv run)
+    must show the configuration the table stands for here: the two options set (``keras``) or
+    not, and today's batch-norm statistics. A field missing from an older file counts as its
+    value before the field existed."""
+    from kairo._config import load_config_file
+    from kairo.attention._configs import value_before_field
+
+    folder = Path(table).parent
+    path = next((folder / n for n in ("config.yaml", "cv_config.yaml")
+                 if (folder / n).is_file()), None)
+    if path is None:
+        raise ValueError(f"{table}: no config.yaml beside it, so its configuration is unknown")
+    cfg = load_config_file(path)
+    want = {"head_norm": not keras, "weight_init": "glorot" if keras else "torch",
+            "bn_stats": "recompute"}
+    got = {k: cfg.get(k, value_before_field(k, "resnet")) for k in want}
+    if got != want:
+        raise ValueError(f"{table}: trained with {got} ({path}), expected {want}")
+
+
+def read_runs(paths, dataset: str, keras: bool | None = None) -> dict[int, float] | None:
     """seed → test accuracy of ``dataset``'s unwarped runs in ``paths``; None when a table is
-    missing (not run yet)."""
+    missing (not run yet). With ``keras`` set, each CSV table's config is checked for it
+    (resnet_bn_stats.py's JSON trains the default configuration only)."""
     import pandas as pd
 
     runs = {}
     for p in paths:
         if not Path(p).is_file():
             return None
+        if keras is not None and not str(p).endswith(".json"):
+            check_config(p, keras)
         if str(p).endswith(".json"):
             rows = [{"dataset": r["dataset"], "seed": r["seed"], "test_accuracy": r["recompute"],
                      "time_warp": 0.0} for r in json.loads(Path(p).read_text())["runs"]]
@@ -146,7 +170,7 @@ def main(argv=None) -> int:
 
     per = {}
     for ds, (var_paths, def_paths, paired) in PROTOCOL.items():
-        variant, default = read_runs(var_paths, ds), read_runs(def_paths, ds)
+        variant, default = read_runs(var_paths, ds, True), read_runs(def_paths, ds, False)
         if variant is None or default is None:
             per[ds] = None
             print(f"{ds}: not run yet")

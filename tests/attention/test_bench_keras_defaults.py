@@ -86,6 +86,17 @@ def test_reads_tables_and_bn_stats_json(bench, tmp_path):
     assert bench.read_runs([tmp_path / "bn.json"], "GunPoint") == {3: 0.95}
     with pytest.raises(ValueError, match="seed 0 of GunPoint appears twice"):
         bench.read_runs([tmp_path / "runs.csv", tmp_path / "runs.csv"], "GunPoint")
+    # a table is read as what its config.yaml says it was trained with
+    with pytest.raises(ValueError, match="no config.yaml beside it"):
+        bench.read_runs([tmp_path / "runs.csv"], "GunPoint", keras=True)
+    (tmp_path / "config.yaml").write_text("head_norm: false\nweight_init: glorot\n"
+                                          "bn_stats: recompute\n")
+    assert bench.read_runs([tmp_path / "runs.csv"], "GunPoint", keras=True) == {0: 0.98, 1: 0.99}
+    with pytest.raises(ValueError, match="trained with .*'head_norm': False"):
+        bench.read_runs([tmp_path / "runs.csv"], "GunPoint", keras=False)
+    (tmp_path / "config.yaml").write_text("epochs: 600\n")       # older: LayerNorm, torch, running
+    with pytest.raises(ValueError, match="'bn_stats': 'running'"):
+        bench.read_runs([tmp_path / "runs.csv"], "GunPoint", keras=False)
 
 
 def test_committed_tables_give_the_documented_figures(bench, tmp_path):
