@@ -85,13 +85,13 @@ def read_runs(paths, dataset: str, keras: bool | None = None) -> dict[int, float
     for p in paths:
         if not Path(p).is_file():
             return None
-        if keras is not None and not str(p).endswith(".json"):
-            check_config(p, keras)
         if str(p).endswith(".json"):
             rows = [{"dataset": r["dataset"], "seed": r["seed"], "test_accuracy": r["recompute"],
                      "time_warp": 0.0} for r in json.loads(Path(p).read_text())["runs"]]
             df = pd.DataFrame(rows)
         else:
+            if keras is not None:
+                check_config(p, keras)
             df = pd.read_csv(p)
         if "time_warp" not in df:
             df["time_warp"] = 0.0

@@ -37,6 +37,7 @@ _GRID = [("datasets", tuple[str, ...], field(default=("GunPoint", "ArrowHead",
          ("first_seed", int, field(default=0)),      # seeds first_seed … first_seed+seeds-1
          ("workers", int, field(default=0)),          # processes; 0 = one per core
          ("mnist1d_length", int, field(default=40))]
+_GRID_DEFAULTS = {name: f.default for name, _, f in _GRID}
 
 
 SELECTS = ("holdout", "cv")
@@ -462,8 +463,7 @@ def _check_reused_settings(cfg) -> None:
         now = getattr(cfg, name)
         # a field an older kairo did not write: the value its runs had before it existed
         was = saved[name] if name in saved else (
-            40 if name == "mnist1d_length"         # make_mnist1d's length before the option
-            else value_before_field(name, "resnet"))
+            _GRID_DEFAULTS[name] if name in _GRID_DEFAULTS else value_before_field(name, "resnet"))
         was = tuple(was) if isinstance(was, list) else was
         if name == "znorm":
             was = znorm_mode(was)                 # the old true/false switch as a mode

@@ -386,9 +386,10 @@ def _fill_added_fields(fields: dict, encoder: str | None = None) -> dict:
 
 def _check_resume(path: Path, saved: dict, now: dict) -> None:
     problems = []
-    # a field missing from an older checkpoint did not exist then: the run used its default
-    # (e.g. no augmentation)
-    old = {**dataclasses.asdict(TrainConfig()), **saved["train_config"]}
+    # a field missing from an older checkpoint did not exist then: the run had its value
+    # before the field existed (e.g. no augmentation)
+    old = {**{k: value_before_field(k, None) for k in now["train_config"]},
+           **saved["train_config"]}
     old["znorm"] = znorm_mode(old["znorm"])
     tc = {k: v for k, v in _diff(old, now["train_config"]).items()
           if k not in _RESUME_FREE}
