@@ -479,12 +479,15 @@ def kairo_acc_builders(resnet_ablation: bool = False) -> dict:
             c, k, t, **TORCH_SAME_SIZE, dropout=0.1),
     }
     if resnet_ablation:
+        # edits of the ResNet this ablation was measured on (2026-11-30): the LayerNorm head
+        # and PyTorch's initialisation, the default until 2026-12-02
+        base = dict(encoder="resnet", layers=3, head_norm=True, weight_init="torch")
         out.update({
-            "kairo_resnet_k753": kairo(encoder="resnet", layers=3, kernel_sizes=(7, 5, 3)),
-            "kairo_resnet_no_head_norm": kairo(_no_head_norm, encoder="resnet", layers=3),
-            "kairo_resnet_he_init": kairo(_he_init, encoder="resnet", layers=3),
+            "kairo_resnet_k753": kairo(**base, kernel_sizes=(7, 5, 3)),
+            "kairo_resnet_no_head_norm": kairo(_no_head_norm, **base),
+            "kairo_resnet_he_init": kairo(_he_init, **base),
             "kairo_resnet_k753_no_head_norm_he_init": kairo(
-                _no_head_norm, _he_init, encoder="resnet", layers=3, kernel_sizes=(7, 5, 3)),
+                _no_head_norm, _he_init, **base, kernel_sizes=(7, 5, 3)),
         })
     return out
 

@@ -60,7 +60,7 @@ def check_config(table, keras: bool) -> None:
     not, and today's batch-norm statistics. A field missing from an older file counts as its
     value before the field existed."""
     from kairo._config import load_config_file
-    from kairo.attention._configs import value_before_field
+    from kairo.attention._configs import encoder_default, head_norm_value, value_before_field
 
     folder = Path(table).parent
     path = next((folder / n for n in ("config.yaml", "cv_config.yaml")
@@ -71,6 +71,9 @@ def check_config(table, keras: bool) -> None:
     want = {"head_norm": not keras, "weight_init": "glorot" if keras else "torch",
             "bn_stats": "recompute"}
     got = {k: cfg.get(k, value_before_field(k, "resnet")) for k in want}
+    # "auto" (the default since the switch) is the ResNet's default
+    got["head_norm"] = encoder_default("head_norm", head_norm_value(got["head_norm"]), "resnet")
+    got["weight_init"] = encoder_default("weight_init", got["weight_init"], "resnet")
     if got != want:
         raise ValueError(f"{table}: trained with {got} ({path}), expected {want}")
 
@@ -108,7 +111,7 @@ def compare(variant: dict, default: dict, paired: bool, n_test: int, dataset: st
     import numpy as np
     from scipy import stats
 
-    from kairo.attention._compare import resnet_test
+    from kairo.attention._compare import resnet_test, welch_p
 
     if paired:
         seeds = sorted(set(variant) & set(default))
@@ -127,8 +130,7 @@ def compare(variant: dict, default: dict, paired: bool, n_test: int, dataset: st
     else:
         v = np.array([variant[s] for s in sorted(variant)])
         d = np.array([default[s] for s in sorted(default)])
-        p = float(stats.ttest_ind(v, d, equal_var=False).pvalue) if v.std() or d.std() else (
-            1.0 if v.mean() == d.mean() else float("nan"))       # as above
+        p = welch_p(v, d)              # NaN for a constant gap, as above
         extra = {"seeds_variant": sorted(variant), "seeds_default": sorted(default)}
     gap = (v.mean() - d.mean()) * n_test              # in test series
     return {"n_test": n_test, "paired": paired,

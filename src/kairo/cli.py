@@ -116,11 +116,13 @@ _TSC_HELP = {
     "length_feature": "append each series' valid length (a fraction of the longest training "
                       "series) to the pooled features, for padded sets whose length may "
                       "carry the class (no gain on PickupGestureWiimoteZ: docs/attention.md)",
-    "head_norm": "LayerNorm between the pooled features and the linear layer (false: none, as "
-                 "in Fawaz et al.'s ResNet)",
-    "weight_init": "torch (PyTorch's per-module defaults) or glorot (Glorot-uniform weights and "
+    "head_norm": "LayerNorm between the pooled features and the linear layer: true, false "
+                 "(none, as in Fawaz et al.'s ResNet) or auto (false for resnet, true for "
+                 "transformer)",
+    "weight_init": "torch (PyTorch's per-module defaults), glorot (Glorot-uniform weights and "
                    "zero biases for every convolution and linear layer: Keras's defaults, those "
-                   "of the published ResNet runs)",
+                   "of the published ResNet runs) or auto (glorot for resnet, torch for "
+                   "transformer)",
     "model": "a model.pt written by kairo tsc train",
     "input": "series to classify: .ts, .csv or .npz/.npy",
     "seeds": "training seeds per configuration",

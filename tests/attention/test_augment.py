@@ -146,7 +146,9 @@ def test_checkpoint_from_before_augmentation_resumes_as_unaugmented(tmp_path):
     data = _toy()
     ckpt = tmp_path / "old.pt"
     cfg = TrainConfig(epochs=2, batch=8, threads=1, checkpoint_every=1)
-    fit(RESNET, cfg, data, checkpoint=ckpt, **QUIET)
+    # the ResNet of that time: the LayerNorm head and PyTorch's initialisation
+    old_resnet = dataclasses.replace(RESNET, head_norm=True, weight_init="torch")
+    fit(old_resnet, cfg, data, checkpoint=ckpt, **QUIET)
     state = torch.load(ckpt, weights_only=True)
     for name in ("jitter", "scaling", "time_warp", "crop"):       # as written before they existed
         del state["run"]["train_config"][name]
@@ -156,10 +158,10 @@ def test_checkpoint_from_before_augmentation_resumes_as_unaugmented(tmp_path):
     state["epoch"], state["finished"], state["history"] = 1, False, state["history"][:1]
     torch.save(state, ckpt)
     with pytest.raises(DataError, match=r"'time_warp': \(0\.0, 0\.2\)"):
-        fit(RESNET, dataclasses.replace(cfg, time_warp=0.2), data, checkpoint=ckpt, **QUIET)
+        fit(old_resnet, dataclasses.replace(cfg, time_warp=0.2), data, checkpoint=ckpt, **QUIET)
     with pytest.raises(DataError, match=r"'znorm': \('series', 'channel'\)"):
-        fit(RESNET, dataclasses.replace(cfg, znorm="channel"), data, checkpoint=ckpt, **QUIET)
+        fit(old_resnet, dataclasses.replace(cfg, znorm="channel"), data, checkpoint=ckpt, **QUIET)
     with pytest.raises(DataError, match=r"architecture .*'head_norm': \(True, False\)"):
-        fit(dataclasses.replace(RESNET, head_norm=False), cfg, data, checkpoint=ckpt, **QUIET)
-    again = fit(RESNET, cfg, data, checkpoint=ckpt, **QUIET)
+        fit(RESNET, cfg, data, checkpoint=ckpt, **QUIET)       # today's ResNet default
+    again = fit(old_resnet, cfg, data, checkpoint=ckpt, **QUIET)
     assert again["resumed_from"] == 1 and [h["epoch"] for h in again["history"]] == [1, 2]

@@ -212,21 +212,33 @@ def test_reuse_checks_the_settings_the_runs_were_trained_with(tmp_path, capsys):
     (tmp_path / "config.yaml").write_text("d_model: 32\nepochs: 200\nencoders: [resnet]\n")
     assert main([*argv, "--out", str(tmp_path / "b")]) == 2
     err = capsys.readouterr().err
-    assert ("d_model: 32 there, 64 here; shortcut: 'identity' there, 'bn' here; bn_stats: "
-            "'running' there, 'recompute' here;") in err, err
+    assert ("d_model: 32 there, 64 here; shortcut: 'identity' there, 'bn' here; head_norm: "
+            "True there, 'auto' here (resnet: True there, False here); weight_init: 'torch' "
+            "there, 'auto' here (resnet: 'torch' there, 'glorot' here); bn_stats: 'running' "
+            "there, 'recompute' here;") in err, err
     assert not (tmp_path / "b").exists()
-    # the same settings pass; a Transformer-only grid has no ResNet shortcut to compare
-    (tmp_path / "config.yaml").write_text("shortcut: bn\nbn_stats: recompute\n")
+    # the same settings pass; a Transformer-only grid has no ResNet shortcut to compare, and
+    # its "auto" head options were the Transformer's defaults
+    (tmp_path / "config.yaml").write_text("shortcut: bn\nbn_stats: recompute\nhead_norm: auto\n"
+                                          "weight_init: auto\n")
     assert main([*argv, "--out", str(tmp_path / "c")]) == 0
     (tmp_path / "config.yaml").write_text("encoders: [transformer]\nbn_stats: recompute\n")
     assert main([*argv, "--out", str(tmp_path / "d")]) == 0
     assert "warning" not in capsys.readouterr().err
-    # runs from before the head options had the LayerNorm head and PyTorch's initialisation
+    # runs from before the head options had the LayerNorm head and PyTorch's initialisation,
+    # not today's ResNet default ("auto": Keras's head and initialisation)
     (tmp_path / "config.yaml").write_text("shortcut: bn\nbn_stats: recompute\n")
+    assert main([*argv, "--out", str(tmp_path / "e")]) == 2
+    assert ("head_norm: True there, 'auto' here (resnet: True there, False here); weight_init: "
+            "'torch' there, 'auto' here (resnet: 'torch' there, 'glorot' here)"
+            in capsys.readouterr().err)
+    assert main([*argv, "--head-norm", "true", "--weight-init", "torch",
+                 "--out", str(tmp_path / "e2")]) == 0
     keras = ["--head-norm", "false", "--weight-init", "glorot"]
-    assert main([*argv, *keras, "--out", str(tmp_path / "e")]) == 2
+    assert main([*argv, *keras, "--out", str(tmp_path / "e3")]) == 2
     assert ("head_norm: True there, False here; weight_init: 'torch' there, 'glorot' here"
             in capsys.readouterr().err)
     (tmp_path / "config.yaml").write_text("shortcut: bn\nbn_stats: recompute\nhead_norm: false\n"
                                           "weight_init: glorot\n")
     assert main([*argv, *keras, "--out", str(tmp_path / "f")]) == 0
+    assert main([*argv, "--out", str(tmp_path / "g")]) == 0       # auto is that for resnet

@@ -362,7 +362,7 @@ def test_glorot_init_and_no_head_norm(encoder):
     it; head_norm=False: logits = Linear(pool(tokens)), no LayerNorm parameters."""
     kw = dict(encoder=encoder, pool="attention", d_model=16, n_heads=4, layers=2)
     torch.manual_seed(20)
-    base = build_classifier(ModelConfig(**kw), 2, 3, 40)
+    base = build_classifier(ModelConfig(**kw, weight_init="torch", head_norm=True), 2, 3, 40)
     torch.manual_seed(20)
     model = build_classifier(ModelConfig(**kw, weight_init="glorot", head_norm=False), 2, 3, 40)
     assert isinstance(model.head[0], torch.nn.Identity)
@@ -440,8 +440,8 @@ def test_arch_and_config_errors():
            ({"kernel_sizes": ()}, "'kernel_sizes' must be a non-empty list of integers"),
            ({"shortcut": "none"}, "'shortcut' must be one of bn, identity"),
            ({"length_feature": 1}, "'length_feature' must be true or false"),
-           ({"head_norm": "no"}, "'head_norm' must be true or false"),
-           ({"weight_init": "keras"}, "'weight_init' must be one of torch, glorot")]
+           ({"head_norm": "no"}, "'head_norm' must be true, false or auto"),
+           ({"weight_init": "keras"}, "'weight_init' must be one of auto, torch, glorot")]
     for kw, match in bad:
         with pytest.raises(ConfigError, match=match):
             ModelConfig(**kw)

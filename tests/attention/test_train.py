@@ -426,29 +426,36 @@ def test_length_feature_trains_saves_and_loads_on_padded_data(tmp_path):
 
 
 def test_keras_style_options_save_load_and_old_files(tmp_path):
-    """head_norm and weight_init travel with the model file; files from before the fields load
-    as LayerNorm + PyTorch init; a model with the other setting is a different architecture."""
+    """head_norm and weight_init travel with the model file; "auto" is resolved per encoder
+    (ResNet: no head norm, Glorot; Transformer: LayerNorm head, PyTorch init) and saved as the
+    concrete value; files from before the fields load as LayerNorm + PyTorch init; a model with
+    the other setting is a different architecture."""
     rng = np.random.default_rng(2)
     x = rng.normal(size=(24, 1, 20))
     y = np.arange(24) % 2
     x[y == 1] += 1.0
     data = from_arrays(x, y, name="toy")
-    cfg = dataclasses.replace(RESNET, head_norm=False, weight_init="glorot")
-    model = fit(cfg, TrainConfig(epochs=2, batch=8, val_fraction=0.0, threads=1), data,
+    assert (RESNET.head_norm, RESNET.weight_init) == (False, "glorot")       # "auto", resolved
+    tf = ModelConfig(encoder="transformer", d_model=8, n_heads=2, layers=1)
+    assert (tf.head_norm, tf.weight_init) == (True, "torch")
+    assert ModelConfig(encoder="resnet", head_norm="true").head_norm is True  # config spelling
+    model = fit(RESNET, TrainConfig(epochs=2, batch=8, val_fraction=0.0, threads=1), data,
                 **QUIET)["model"]
     path = tmp_path / "keras.pt"
-    save_classifier(path, model, cfg)
+    save_classifier(path, model, RESNET)
     loaded, meta = load_classifier(path, expect_arch=model.arch)
     assert meta["model_config"]["head_norm"] is False
     assert meta["model_config"]["weight_init"] == "glorot"
     np.testing.assert_array_equal(predict(loaded, data.x)[1], predict(model, data.x)[1])
-    default = build_classifier(RESNET, 1, 2, 20)
+    torch_style = dataclasses.replace(RESNET, head_norm=True, weight_init="torch")
+    before = build_classifier(torch_style, 1, 2, 20)
     with pytest.raises(DataError, match=r"'head_norm': \(False, True\)"):
-        load_classifier(path, expect_arch=default.arch)
+        load_classifier(path, expect_arch=before.arch)
     for field in ("head_norm", "weight_init"):
-        _save_as_before(path, default, RESNET, field)
-        old, _ = load_classifier(path, expect_arch=default.arch)
+        _save_as_before(path, before, torch_style, field)
+        old, _ = load_classifier(path, expect_arch=before.arch)
         assert old.cfg.head_norm is True and old.cfg.weight_init == "torch"
+
 
 # ---------------------------------------------------------------------------- prediction
 def test_predict_applies_znorm_and_validates(trained, gunpoint):

@@ -215,6 +215,27 @@ def test_resnet_reference_runs_and_welch_test():
     assert np.isnan(resnet_test([0.9, np.nan], "ACSF1"))
 
 
+def test_welch_p_with_a_side_without_spread():
+    """Equal seeds on one side (93/100 twice) are an ordinary Welch test, computed without
+    SciPy's warning on identical data; with no spread on either side no test is defined."""
+    import warnings
+
+    from scipy import stats
+
+    from kairo.attention._compare import welch_p
+
+    a, b = [0.91, 0.92], [0.92, 0.92]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = stats.ttest_ind(a, b, equal_var=False).pvalue
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                  # no warning on this path
+        assert welch_p(a, b) == pytest.approx(want) and welch_p(a, b) == pytest.approx(0.5)
+        assert welch_p([0.9, 0.9], [0.9, 0.9]) == 1.0
+        assert np.isnan(welch_p([0.9, 0.9], [0.8, 0.8]))
+        assert not np.isnan(resnet_test([0.9, 0.9], "ACSF1"))      # ResNet's runs spread
+
+
 def test_benchmark_default_covers_every_shipped_univariate_set():
     """The default of `kairo tsc benchmark` is every univariate set in the aeon wheel (from the
     .ts headers), with the variable-length one as its equal-length copy; each has a published
@@ -298,8 +319,9 @@ def test_pooling_tests_known_values():
     (["tsc", "benchmark", "--bn-stats", "precise"], "'bn_stats' must be one of running, recompute"),
     (["tsc", "evaluate", "--model", "/no/such/model.pt"], "model.pt"),
     (["tsc", "train", "--length-feature", "maybe"], "'length_feature' expects true/false"),
-    (["tsc", "train", "--head-norm", "off"], "'head_norm' expects true/false"),
-    (["tsc", "benchmark", "--weight-init", "keras"], "'weight_init' must be one of torch, glorot"),
+    (["tsc", "train", "--head-norm", "off"], "'head_norm' must be true, false or auto"),
+    (["tsc", "benchmark", "--weight-init", "keras"],
+     "'weight_init' must be one of auto, torch, glorot"),
 ])
 def test_bad_input_gets_a_clear_error(argv, fragment, tmp_path, capsys):
     assert main([*argv, "--out", str(tmp_path / "o")]) == 2

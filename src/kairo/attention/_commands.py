@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from kairo._errors import ConfigError, DataError, KairoError
-from kairo.attention._configs import ModelConfig, TrainConfig
+from kairo.attention._configs import ModelConfig, TrainConfig, head_norm_value
 
 __all__ = ["TscTrainConfig", "EvaluateConfig", "PredictConfig", "MapsConfig",
            "EncodingsConfig", "split_config", "load_data", "load_file", "run_train",
@@ -46,6 +46,8 @@ def _flat(name: str, *parts, extra=(), exclude=(), check=None) -> type:
     fields += list(extra)
 
     def post_init(self):
+        if hasattr(self, "head_norm"):      # "false" from the command line is the bool
+            object.__setattr__(self, "head_norm", head_norm_value(self.head_norm))
         for part in parts:
             part(**{f.name: getattr(self, f.name) for f in dataclasses.fields(part)
                     if f.name not in exclude})

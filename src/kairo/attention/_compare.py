@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-import warnings
 from dataclasses import field
 
 import numpy as np
@@ -17,11 +16,12 @@ import pandas as pd
 from kairo._errors import ConfigError, DataError
 from kairo.attention._commands import _flat, split_config
 from kairo.attention._configs import (ENCODERS, POOLS, ModelConfig, TrainConfig,
-                                      value_before_field, znorm_mode)
+                                      encoder_default, head_norm_value, value_before_field,
+                                      znorm_mode)
 
 __all__ = ["CompareConfig", "BenchmarkConfig", "run_grid", "pooling_tests", "summarize",
            "cv_folds", "cv_summary", "comparison_figure", "run_compare", "run_benchmark",
-           "resnet_test", "UNIVARIATE"]
+           "resnet_test", "welch_p", "UNIVARIATE"]
 
 # every univariate classification set the aeon wheel ships (UnitTest aside), each with
 # published figures; the variable-length one as its equal-length copy, the input the
@@ -343,26 +343,35 @@ def run_compare(cfg, rd, progress_bar=None) -> str:
     return "\n".join(lines)
 
 
-def resnet_test(accuracies, dataset: str) -> float:
-    """Two-sided Welch t-test p-value of kairo's per-seed test accuracies against Fawaz et
-    al.'s five ResNet runs on ``dataset``; NaN without ResNet runs or with fewer than two
-    kairo runs. Both sides' seed-to-seed spread counts (their runs differ by up to 0.05 on
-    ArrowHead), which a one-sample test against their mean would ignore."""
+def welch_p(a, b) -> float:
+    """Two-sided Welch t-test p-value of samples ``a`` and ``b`` (each ≥ 2 values). Computed
+    from the means and sample variances, so one side with no spread (e.g. 93/100 on both
+    seeds) is an ordinary case, not SciPy's precision warning on identical data. With no
+    spread on either side no test is defined: 1 when the means are equal, else NaN (the
+    caller judges a constant gap by its size alone)."""
     from scipy import stats
 
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    sa, sb = a.std(ddof=1), b.std(ddof=1)
+    if sa == 0 and sb == 0:
+        return 1.0 if a.mean() == b.mean() else float("nan")
+    return float(stats.ttest_ind_from_stats(a.mean(), sa, len(a), b.mean(), sb, len(b),
+                                            equal_var=False).pvalue)
+
+
+def resnet_test(accuracies, dataset: str) -> float:
+    """Two-sided Welch t-test p-value of kairo's per-seed test accuracies against Fawaz et
+    al.'s five ResNet runs on ``dataset``; NaN without ResNet runs, with fewer than two
+    kairo runs, or when neither side has any spread and the means differ (no test is
+    defined). Both sides' seed-to-seed spread counts (their runs differ by up to 0.05 on
+    ArrowHead), which a one-sample test against their mean would ignore."""
     from kairo.attention._published import RESNET_FAWAZ2019_RUNS
 
     acc = np.asarray(accuracies, dtype=float)
     acc = acc[np.isfinite(acc)]
     if dataset not in RESNET_FAWAZ2019_RUNS or len(acc) < 2:
         return float("nan")
-    ref = np.asarray(RESNET_FAWAZ2019_RUNS[dataset])
-    if acc.std() == 0 and ref.std() == 0:
-        return 1.0 if acc[0] == ref[0] else 0.0
-    with warnings.catch_warnings():
-        # equal seeds (e.g. 93/100 twice) have zero variance: scipy warns, the test stands
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return float(stats.ttest_ind(acc, ref, equal_var=False).pvalue)
+    return welch_p(acc, RESNET_FAWAZ2019_RUNS[dataset])
 
 
 def _candidates(cfg) -> list[tuple[str, str, float]]:
@@ -456,7 +465,9 @@ def _check_reused_settings(cfg) -> None:
               if f.name not in skip]
     fields.append("mnist1d_length")
     diff = []
-    resnet = "resnet" in saved.get("encoders", ENCODERS)
+    saved_encoders = saved.get("encoders", ENCODERS)
+    resnet = "resnet" in saved_encoders
+    both = [e for e in cfg.encoders if e in saved_encoders] or list(saved_encoders)
     for name in fields:
         if name == "shortcut" and not resnet:
             continue                      # a Transformer-only grid has no ResNet shortcut
@@ -467,6 +478,16 @@ def _check_reused_settings(cfg) -> None:
         was = tuple(was) if isinstance(was, list) else was
         if name == "znorm":
             was = znorm_mode(was)                 # the old true/false switch as a mode
+        if name in ("head_norm", "weight_init"):
+            # "auto" is each encoder's default: compare what the runs of each encoder had
+            was = head_norm_value(was) if name == "head_norm" else was
+            pairs = [(e, encoder_default(name, was, e), encoder_default(name, now, e))
+                     for e in both]
+            if any(a != b for _, a, b in pairs):
+                detail = "" if "auto" not in (was, now) else " (" + ", ".join(
+                    f"{e}: {a!r} there, {b!r} here" for e, a, b in pairs if a != b) + ")"
+                diff.append(f"{name}: {was!r} there, {now!r} here{detail}")
+            continue
         if was != now:
             diff.append(f"{name}: {was!r} there, {now!r} here")
     if diff:

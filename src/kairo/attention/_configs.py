@@ -15,14 +15,14 @@ from kairo._errors import ConfigError
 
 __all__ = ["ModelConfig", "TrainConfig", "ENCODERS", "POOLS", "NORMS", "TOKENS",
            "POSITIONALS", "SCHEDULES", "DEVICES", "SHORTCUTS", "WEIGHT_INITS", "ZNORMS",
-           "BN_STATS", "znorm_mode"]
+           "BN_STATS", "znorm_mode", "head_norm_value", "encoder_default"]
 
 ENCODERS = ("resnet", "transformer")
 POOLS = ("mean", "max", "cls", "attention", "mha")
 NORMS = ("pre", "post")                      # LayerNorm before or after each residual branch
 TOKENS = ("step", "patch")
 SHORTCUTS = ("bn", "identity")               # ResNet shortcut of a same-width block
-WEIGHT_INITS = ("torch", "glorot")           # PyTorch's per-module defaults, or Keras's
+WEIGHT_INITS = ("auto", "torch", "glorot")   # the encoder's, PyTorch's per-module, or Keras's
 POSITIONALS = ("sinusoidal", "learned", "rope", "none")
 SCHEDULES = ("cosine", "onecycle", "constant", "plateau")
 DEVICES = ("cpu", "cuda", "auto")
@@ -34,6 +34,27 @@ ZNORMS = ("auto", "series", "channel", "none")
 # (PyTorch's momentum 0.1), or recomputed over the whole training split after training (the
 # default since 2026-12-01: benchmarks/resnet_bn_stats.py, docs/attention.md)
 BN_STATS = ("running", "recompute")
+
+
+# head_norm and weight_init "auto": each encoder's default. ResNet takes Keras's head (none)
+# and Glorot initialisation since 2026-12-02 (the pre-registered rule of docs/attention.md,
+# "Keras's defaults", applied by benchmarks/keras_defaults.py); the Transformer keeps the
+# LayerNorm head and PyTorch's initialisation, on which it was measured.
+_ENCODER_DEFAULTS = {"resnet": {"head_norm": False, "weight_init": "glorot"},
+                     "transformer": {"head_norm": True, "weight_init": "torch"}}
+
+
+def encoder_default(name: str, value, encoder: str):
+    """``value`` of model field ``name`` with "auto" read as ``encoder``'s default."""
+    return _ENCODER_DEFAULTS[encoder][name] if value == "auto" else value
+
+
+def head_norm_value(value):
+    """``head_norm`` as true, false or "auto", from a bool or its spelling in a config file
+    or on the command line; anything else is returned as it is (and refused by the check)."""
+    if isinstance(value, str) and value.lower() in ("true", "false", "auto"):
+        return {"true": True, "false": False, "auto": "auto"}[value.lower()]
+    return value
 
 
 def znorm_mode(value):
@@ -57,11 +78,13 @@ class ModelConfig:
     longest training series) to the pooled features before the linear layer: masked pooling
     hides how long a padded series was. Off by default; on PickupGestureWiimoteZ it did not
     help (docs/attention.md).
-    ``head_norm`` puts a LayerNorm between the pooled vector and the linear layer (kairo's
-    default); off, the pooled vector goes straight to the linear layer, as in Fawaz et al.'s
-    ResNet. ``weight_init`` "glorot" draws every Conv1d and Linear weight Glorot-uniform with
-    zero biases (Keras's defaults, which the published ResNet figures were trained with);
-    "torch" keeps PyTorch's per-module defaults.
+    ``head_norm`` puts a LayerNorm between the pooled vector and the linear layer; off, the
+    pooled vector goes straight to the linear layer, as in Fawaz et al.'s ResNet.
+    ``weight_init`` "glorot" draws every Conv1d and Linear weight Glorot-uniform with zero
+    biases (Keras's defaults, which the published ResNet figures were trained with); "torch"
+    keeps PyTorch's per-module defaults. "auto" (the default of both) is resolved when the
+    config is built: no head norm and Glorot for ResNet, the LayerNorm head and PyTorch's
+    initialisation for the Transformer, so a built config always holds the concrete value.
     """
 
     encoder: str = "transformer"      # resnet, transformer
@@ -80,8 +103,8 @@ class ModelConfig:
     kernel_sizes: tuple[int, ...] = (8, 5, 3)   # ResNet convs of a block (Fawaz: 8, 5, 3)
     shortcut: str = "bn"                        # ResNet same-width shortcut: bn, identity
     length_feature: bool = False                # valid length / max_len joins the pooled vector
-    head_norm: bool = True                      # LayerNorm before the linear head
-    weight_init: str = "torch"                  # torch, glorot
+    head_norm: str | bool = "auto"              # LayerNorm before the linear head; auto
+    weight_init: str = "auto"                   # auto, torch, glorot
 
     def __post_init__(self):
         for name, allowed in (("encoder", ENCODERS), ("pool", POOLS), ("norm", NORMS),
@@ -103,10 +126,15 @@ class ModelConfig:
                 self.n_kv_heads < 0:
             raise ConfigError(f"model field 'n_kv_heads' must be an integer ≥ 0 (0 = n_heads), "
                               f"got {self.n_kv_heads!r}")
-        for name in ("length_feature", "head_norm"):
-            if not isinstance(getattr(self, name), bool):
-                raise ConfigError(f"model field {name!r} must be true or false, got "
-                                  f"{getattr(self, name)!r}")
+        if not isinstance(self.length_feature, bool):
+            raise ConfigError(f"model field 'length_feature' must be true or false, got "
+                              f"{self.length_feature!r}")
+        head_norm = head_norm_value(self.head_norm)
+        if not isinstance(head_norm, bool) and head_norm != "auto":
+            raise ConfigError(f"model field 'head_norm' must be true, false or auto, got "
+                              f"{self.head_norm!r}")
+        for name, value in (("head_norm", head_norm), ("weight_init", self.weight_init)):
+            object.__setattr__(self, name, encoder_default(name, value, self.encoder))
         if not 0.0 <= self.dropout < 1.0:
             raise ConfigError(f"model field 'dropout' must be in [0, 1), got {self.dropout}")
         if self.pool in ("mha", "cls") and self.d_model % self.pool_heads:
@@ -206,13 +234,15 @@ class TrainConfig:
 # field existed.
 ADDED_MODEL_FIELDS = ("shortcut", "length_feature", "head_norm", "weight_init")
 # where that behaviour is not today's default; everything else took the field's default
-_BEFORE_DEFAULT_CHANGED = {"shortcut": "identity", "bn_stats": "running"}
+_BEFORE_DEFAULT_CHANGED = {"shortcut": "identity", "bn_stats": "running", "head_norm": True,
+                           "weight_init": "torch"}
 
 
 def value_before_field(name: str, encoder: str | None):
     """The value of ModelConfig/TrainConfig field ``name`` for a file written before the field
-    existed, for a model with ``encoder``. A ResNet's same-width shortcut was the input itself;
-    a Transformer has no shortcut, so the field takes today's default there."""
+    existed, for a model with ``encoder``. A ResNet's same-width shortcut was the input itself
+    (a Transformer has no shortcut, so the field takes today's default there); every model had
+    the LayerNorm head and PyTorch's initialisation."""
     if name in _BEFORE_DEFAULT_CHANGED and not (name == "shortcut" and encoder != "resnet"):
         return _BEFORE_DEFAULT_CHANGED[name]
     for cls in (ModelConfig, TrainConfig):
