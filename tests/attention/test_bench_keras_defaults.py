@@ -94,6 +94,10 @@ def test_reads_tables_and_bn_stats_json(bench, tmp_path):
     assert bench.read_runs([tmp_path / "runs.csv"], "GunPoint", keras=True) == {0: 0.98, 1: 0.99}
     with pytest.raises(ValueError, match="trained with .*'head_norm': False"):
         bench.read_runs([tmp_path / "runs.csv"], "GunPoint", keras=False)
+    # today's defaults ("auto") are the pair for a ResNet
+    (tmp_path / "config.yaml").write_text("head_norm: auto\nweight_init: auto\n"
+                                          "bn_stats: recompute\n")
+    assert bench.read_runs([tmp_path / "runs.csv"], "GunPoint", keras=True) == {0: 0.98, 1: 0.99}
     (tmp_path / "config.yaml").write_text("epochs: 600\n")       # older: LayerNorm, torch, running
     with pytest.raises(ValueError, match="'bn_stats': 'running'"):
         bench.read_runs([tmp_path / "runs.csv"], "GunPoint", keras=False)
@@ -108,5 +112,10 @@ def test_committed_tables_give_the_documented_figures(bench, tmp_path):
     assert ah["variant_hits"] == [148, 150, 150, 147, 145, 152, 149, 152, 146, 144]
     assert ah["diff_series"] == pytest.approx(3.3) and round(ah["p"], 2) == 0.13
     assert pg["up_same_down"] == [6, 0, 0] and round(pg["p"], 3) == 0.025
-    assert res["verdict"] in ("pending", "adopt", "keep")
-    assert "ItalyPowerDemand" in res["first_wording"]["breaks_the_rule"]
+    osu = res["datasets"]["OSULeaf"]
+    assert osu["variant_hits"] == [236, 237, 238, 238, 238, 238] and not osu["paired"]
+    assert osu["diff_series"] == pytest.approx(0.0, abs=1e-9)
+    # the decision that made the pair the ResNet default (docs/attention.md)
+    assert res["verdict"] == "adopt" and res["not_run_yet"] == []
+    assert res["first_wording"]["verdict"] == "keep"
+    assert res["first_wording"]["breaks_the_rule"] == ["ItalyPowerDemand"]
