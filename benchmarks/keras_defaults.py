@@ -55,21 +55,28 @@ ALPHA = 0.05
 
 
 def check_config(table, keras: bool) -> None:
-    """The config.yaml kairo wrote beside a runs table (cv_config.yaml for a --select cv run)
-    must show the configuration the table stands for here: the two options set (``keras``) or
-    not, and today's batch-norm statistics. A field missing from an older file counts as its
-    value before the field existed."""
+    """The configuration a runs table was trained with must be the one it stands for here:
+    the two options set (``keras``) or not, and today's batch-norm statistics. For a CSV
+    table it is the config.yaml kairo wrote beside it (cv_config.yaml for a --select cv run);
+    for resnet_bn_stats.py's JSON its "model" entry, whose head fields are missing in files
+    written before they existed (and batch-norm statistics are recomputed there by design).
+    A field missing from an older file counts as its value before the field existed."""
     from kairo._config import load_config_file
     from kairo.attention._configs import encoder_default, head_norm_value, value_before_field
 
-    folder = Path(table).parent
-    path = next((folder / n for n in ("config.yaml", "cv_config.yaml")
-                 if (folder / n).is_file()), None)
-    if path is None:
-        raise ValueError(f"{table}: no config.yaml beside it, so its configuration is unknown")
-    cfg = load_config_file(path)
     want = {"head_norm": not keras, "weight_init": "glorot" if keras else "torch",
             "bn_stats": "recompute"}
+    if str(table).endswith(".json"):
+        path = Path(table)
+        cfg = {**json.loads(path.read_text()).get("model", {}), "bn_stats": "recompute"}
+    else:
+        folder = Path(table).parent
+        path = next((folder / n for n in ("config.yaml", "cv_config.yaml")
+                     if (folder / n).is_file()), None)
+        if path is None:
+            raise ValueError(f"{table}: no config.yaml beside it, so its configuration is "
+                             f"unknown")
+        cfg = load_config_file(path)
     got = {k: cfg.get(k, value_before_field(k, "resnet")) for k in want}
     # "auto" (the default since the switch) is the ResNet's default
     got["head_norm"] = encoder_default("head_norm", head_norm_value(got["head_norm"]), "resnet")
@@ -80,21 +87,21 @@ def check_config(table, keras: bool) -> None:
 
 def read_runs(paths, dataset: str, keras: bool | None = None) -> dict[int, float] | None:
     """seed → test accuracy of ``dataset``'s unwarped runs in ``paths``; None when a table is
-    missing (not run yet). With ``keras`` set, each CSV table's config is checked for it
-    (resnet_bn_stats.py's JSON trains the default configuration only)."""
+    missing (not run yet). With ``keras`` set, each table's configuration is checked for it
+    (check_config)."""
     import pandas as pd
 
     runs = {}
     for p in paths:
         if not Path(p).is_file():
             return None
+        if keras is not None:
+            check_config(p, keras)
         if str(p).endswith(".json"):
             rows = [{"dataset": r["dataset"], "seed": r["seed"], "test_accuracy": r["recompute"],
                      "time_warp": 0.0} for r in json.loads(Path(p).read_text())["runs"]]
             df = pd.DataFrame(rows)
         else:
-            if keras is not None:
-                check_config(p, keras)
             df = pd.read_csv(p)
         if "time_warp" not in df:
             df["time_warp"] = 0.0

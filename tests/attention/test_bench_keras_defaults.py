@@ -84,6 +84,16 @@ def test_reads_tables_and_bn_stats_json(bench, tmp_path):
     (tmp_path / "bn.json").write_text(json.dumps({"runs": [
         {"dataset": "GunPoint", "seed": 3, "running": 0.9, "recompute": 0.95}]}))
     assert bench.read_runs([tmp_path / "bn.json"], "GunPoint") == {3: 0.95}
+    # resnet_bn_stats.py's JSON: written before the head fields (LayerNorm, torch), or with
+    # today's ResNet defaults in its "model" entry
+    assert bench.read_runs([tmp_path / "bn.json"], "GunPoint", keras=False) == {3: 0.95}
+    with pytest.raises(ValueError, match="bn.json: trained with .*'head_norm': True"):
+        bench.read_runs([tmp_path / "bn.json"], "GunPoint", keras=True)
+    (tmp_path / "bn.json").write_text(json.dumps({"model": {"head_norm": False,
+                                                            "weight_init": "glorot"}, "runs": [
+        {"dataset": "GunPoint", "seed": 3, "running": 0.9, "recompute": 0.95}]}))
+    with pytest.raises(ValueError, match="bn.json: trained with .*'head_norm': False"):
+        bench.read_runs([tmp_path / "bn.json"], "GunPoint", keras=False)
     with pytest.raises(ValueError, match="seed 0 of GunPoint appears twice"):
         bench.read_runs([tmp_path / "runs.csv", tmp_path / "runs.csv"], "GunPoint")
     # a table is read as what its config.yaml says it was trained with
