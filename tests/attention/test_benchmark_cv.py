@@ -242,3 +242,23 @@ def test_reuse_checks_the_settings_the_runs_were_trained_with(tmp_path, capsys):
                                           "weight_init: glorot\n")
     assert main([*argv, *keras, "--out", str(tmp_path / "f")]) == 0
     assert main([*argv, "--out", str(tmp_path / "g")]) == 0       # auto is that for resnet
+
+
+def test_grid_jobs_resolve_auto_head_options_per_encoder():
+    """A grid over both encoders gives each its own "auto" head options (ResNet: Keras's head
+    and initialisation; Transformer: LayerNorm head, PyTorch's), and explicit options reach
+    both; a job's model config is built for its encoder, not copied from another's."""
+    from kairo._config import build_config
+    from kairo.attention._compare import CompareConfig, _jobs
+
+    def heads(**flags):
+        cfg = build_config(CompareConfig, flag_values={"datasets": "GunPoint", "seeds": "1",
+                                                       **flags})
+        return {j["model"]["encoder"]: (j["model"]["head_norm"], j["model"]["weight_init"])
+                for j in _jobs(cfg, [("resnet", "mean"), ("transformer", "mean")])}
+
+    assert heads() == {"resnet": (False, "glorot"), "transformer": (True, "torch")}
+    assert heads(head_norm="true", weight_init="torch") == {"resnet": (True, "torch"),
+                                                            "transformer": (True, "torch")}
+    assert heads(head_norm="false") == {"resnet": (False, "glorot"),
+                                        "transformer": (False, "torch")}

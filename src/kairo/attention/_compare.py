@@ -190,13 +190,14 @@ def _jobs(cfg, combos, datasets=None, *, folds: int = 0, seeds: int = 0,
     """One job per dataset × candidate × seed (× fold when ``folds``); ``combos`` is a list of
     candidates, (encoder, pool) or (encoder, pool, time_warp), or a dict dataset → list of
     them. ``seeds`` (default ``cfg.seeds``) counts from ``cfg.first_seed``."""
-    mcfg, tcfg = split_config(_with(cfg, encoder=ENCODERS[0], pool=POOLS[0], seed=0))
+    tcfg = split_config(_with(cfg, encoder=ENCODERS[0], pool=POOLS[0], seed=0))[1]
     jobs = []
     for ds in datasets or cfg.datasets:
         for enc, pool, *tw in (combos[ds] if isinstance(combos, dict) else combos):
             warp = {"time_warp": float(tw[0])} if tw else {}
             for seed in range(cfg.first_seed, cfg.first_seed + (seeds or cfg.seeds)):
-                m = dataclasses.replace(mcfg, encoder=enc, pool=pool)
+                # built for each encoder, not replaced: "auto" fields resolve per encoder
+                m = split_config(_with(cfg, encoder=enc, pool=pool, seed=seed))[0]
                 t = dataclasses.replace(tcfg, seed=seed, threads=1, **warp, **train_overrides)
                 for index in range(folds) if folds else [None]:
                     job = {"dataset": ds, "model": dataclasses.asdict(m),

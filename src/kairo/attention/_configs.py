@@ -84,7 +84,9 @@ class ModelConfig:
     biases (Keras's defaults, which the published ResNet figures were trained with); "torch"
     keeps PyTorch's per-module defaults. "auto" (the default of both) is resolved when the
     config is built: no head norm and Glorot for ResNet, the LayerNorm head and PyTorch's
-    initialisation for the Transformer, so a built config always holds the concrete value.
+    initialisation for the Transformer, so a built config always holds the concrete value
+    (``dataclasses.replace(cfg, encoder=…)`` keeps it: build a new config for another
+    encoder).
     """
 
     encoder: str = "transformer"      # resnet, transformer
