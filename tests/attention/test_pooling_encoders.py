@@ -440,7 +440,8 @@ def test_arch_and_config_errors():
            ({"kernel_sizes": ()}, "'kernel_sizes' must be a non-empty list of integers"),
            ({"shortcut": "none"}, "'shortcut' must be one of bn, identity"),
            ({"length_feature": 1}, "'length_feature' must be true or false"),
-           ({"head_norm": "no"}, "'head_norm' must be true, false or auto"),
+           ({"head_norm": "off"}, "'head_norm' must be true, false or auto"),
+           ({"head_norm": 1}, "'head_norm' must be true, false or auto"),
            ({"weight_init": "keras"}, "'weight_init' must be one of auto, torch, glorot")]
     for kw, match in bad:
         with pytest.raises(ConfigError, match=match):

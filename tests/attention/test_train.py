@@ -438,7 +438,8 @@ def test_keras_style_options_save_load_and_old_files(tmp_path):
     assert (RESNET.head_norm, RESNET.weight_init) == (False, "glorot")       # "auto", resolved
     tf = ModelConfig(encoder="transformer", d_model=8, n_heads=2, layers=1)
     assert (tf.head_norm, tf.weight_init) == (True, "torch")
-    assert ModelConfig(encoder="resnet", head_norm="true").head_norm is True  # config spelling
+    for spelled, value in (("true", True), ("Yes", True), ("0", False), ("auto", False)):
+        assert ModelConfig(encoder="resnet", head_norm=spelled).head_norm is value
     model = fit(RESNET, TrainConfig(epochs=2, batch=8, val_fraction=0.0, threads=1), data,
                 **QUIET)["model"]
     path = tmp_path / "keras.pt"

@@ -51,9 +51,12 @@ def encoder_default(name: str, value, encoder: str):
 
 def head_norm_value(value):
     """``head_norm`` as true, false or "auto", from a bool or its spelling in a config file
-    or on the command line; anything else is returned as it is (and refused by the check)."""
-    if isinstance(value, str) and value.lower() in ("true", "false", "auto"):
-        return {"true": True, "false": False, "auto": "auto"}[value.lower()]
+    or on the command line (the spellings every true/false option takes); anything else is
+    returned as it is (and refused by the check)."""
+    spelled = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False,
+               "auto": "auto"}
+    if isinstance(value, str) and value.lower() in spelled:
+        return spelled[value.lower()]
     return value
 
 
