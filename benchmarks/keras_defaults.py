@@ -62,7 +62,7 @@ def check_config(table, keras: bool) -> None:
     written before they existed (and batch-norm statistics are recomputed there by design).
     A field missing from an older file counts as its value before the field existed."""
     from kairo._config import load_config_file
-    from kairo.attention._configs import encoder_default, head_norm_value, value_before_field
+    from kairo.attention._configs import encoder_default, value_before_field
 
     want = {"head_norm": not keras, "weight_init": "glorot" if keras else "torch",
             "bn_stats": "recompute"}
@@ -79,8 +79,8 @@ def check_config(table, keras: bool) -> None:
         cfg = load_config_file(path)
     got = {k: cfg.get(k, value_before_field(k, "resnet")) for k in want}
     # "auto" (the default since the switch) is the ResNet's default
-    got["head_norm"] = encoder_default("head_norm", head_norm_value(got["head_norm"]), "resnet")
-    got["weight_init"] = encoder_default("weight_init", got["weight_init"], "resnet")
+    for k in ("head_norm", "weight_init"):
+        got[k] = encoder_default(k, got[k], "resnet")
     if got != want:
         raise ValueError(f"{table}: trained with {got} ({path}), expected {want}")
 

@@ -16,7 +16,7 @@ import pandas as pd
 from kairo._errors import ConfigError, DataError
 from kairo.attention._commands import _flat, split_config
 from kairo.attention._configs import (ENCODERS, POOLS, ModelConfig, TrainConfig,
-                                      encoder_default, head_norm_value, value_before_field,
+                                      encoder_default, value_before_field,
                                       znorm_mode)
 
 __all__ = ["CompareConfig", "BenchmarkConfig", "run_grid", "pooling_tests", "summarize",
@@ -195,9 +195,9 @@ def _jobs(cfg, combos, datasets=None, *, folds: int = 0, seeds: int = 0,
     for ds in datasets or cfg.datasets:
         for enc, pool, *tw in (combos[ds] if isinstance(combos, dict) else combos):
             warp = {"time_warp": float(tw[0])} if tw else {}
+            # built for each encoder, not replaced: "auto" fields resolve per encoder
+            m = split_config(_with(cfg, encoder=enc, pool=pool, seed=0))[0]
             for seed in range(cfg.first_seed, cfg.first_seed + (seeds or cfg.seeds)):
-                # built for each encoder, not replaced: "auto" fields resolve per encoder
-                m = split_config(_with(cfg, encoder=enc, pool=pool, seed=seed))[0]
                 t = dataclasses.replace(tcfg, seed=seed, threads=1, **warp, **train_overrides)
                 for index in range(folds) if folds else [None]:
                     job = {"dataset": ds, "model": dataclasses.asdict(m),
@@ -481,7 +481,6 @@ def _check_reused_settings(cfg) -> None:
             was = znorm_mode(was)                 # the old true/false switch as a mode
         if name in ("head_norm", "weight_init"):
             # "auto" is each encoder's default: compare what the runs of each encoder had
-            was = head_norm_value(was) if name == "head_norm" else was
             pairs = [(e, encoder_default(name, was, e), encoder_default(name, now, e))
                      for e in both]
             if any(a != b for _, a, b in pairs):

@@ -45,7 +45,10 @@ _ENCODER_DEFAULTS = {"resnet": {"head_norm": False, "weight_init": "glorot"},
 
 
 def encoder_default(name: str, value, encoder: str):
-    """``value`` of model field ``name`` with "auto" read as ``encoder``'s default."""
+    """``value`` of model field ``name`` (head_norm in any spelling) with "auto" read as
+    ``encoder``'s default."""
+    if name == "head_norm":
+        value = head_norm_value(value)
     return _ENCODER_DEFAULTS[encoder][name] if value == "auto" else value
 
 
