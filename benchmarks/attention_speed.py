@@ -488,6 +488,11 @@ def kairo_acc_builders(resnet_ablation: bool = False) -> dict:
             "kairo_resnet_he_init": kairo(_he_init, **base),
             "kairo_resnet_k753_no_head_norm_he_init": kairo(
                 _no_head_norm, _he_init, **base, kernel_sizes=(7, 5, 3)),
+            # which half of the 2026-12-02 default change does the work: the old default,
+            # and each of the two changes alone (the default itself is kairo_resnet)
+            "kairo_resnet_before_keras": kairo(**base),
+            "kairo_resnet_glorot_head_norm": kairo(**{**base, "weight_init": "glorot"}),
+            "kairo_resnet_torch_init_no_head_norm": kairo(**{**base, "head_norm": False}),
         })
     return out
 
@@ -755,9 +760,10 @@ def main(argv=None) -> int:
     res["models_notes"] = {
         "kairo_*": "build_classifier(ModelConfig(pool='mean', d_model=64, n_heads=4, layers=2, "
                    "dropout=0.1)); attention dropout 0 (kairo's default) unless named; head "
-                   "LayerNorm + Linear",
+                   "LayerNorm + Linear (the Transformers)",
         "kairo_resnet": "ModelConfig(encoder='resnet', d_model=64, layers=3, pool='mean'): "
-                        "kernels 8, 5, 3 as in Fawaz et al. 2019",
+                        "kernels 8, 5, 3 as in Fawaz et al. 2019; today's defaults (since "
+                        "2026-12-02: no head LayerNorm, Glorot-uniform weights, zero biases)",
         "kairo_resnet_k753": "the same with kernel_sizes=(7, 5, 3), the kernels tsai's ResNet "
                              "uses: the equal-computation comparison",
         "kairo_resnet_identity_shortcut": "kairo_resnet with shortcut='identity' (the input "
@@ -782,7 +788,11 @@ def main(argv=None) -> int:
         "kairo_resnet_no_head_norm / _he_init / _k753_no_head_norm_he_init": "(--resnet-ablation)"
             " kairo_resnet without the LayerNorm before the linear head, with Kaiming-uniform "
             "(gain √2) convolution weights, and both with kernels 7-5-3: the ways tsai's ResNet "
-            "still differs"}
+            "still differs; edits of the ResNet before 2026-12-02 (LayerNorm head, PyTorch "
+            "init)",
+        "kairo_resnet_before_keras / _glorot_head_norm / _torch_init_no_head_norm":
+            "(--resnet-ablation) the ResNet default before 2026-12-02 (head_norm=True, "
+            "weight_init='torch'), and each of the two changes that made today's default alone"}
 
     acc_data = accuracy_data(args.quick, cfg.get("acc_datasets")) if args.accuracy else None
     with section(res, "tsai"):

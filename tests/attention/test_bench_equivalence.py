@@ -103,3 +103,24 @@ def test_accuracy_options_refuse_bad_values(bench, argv, fragment, capsys):
     with pytest.raises(SystemExit) as exc:
         bench.main(argv)
     assert exc.value.code == 2 and fragment in capsys.readouterr().err
+
+
+def test_resnet_ablation_builds_each_head_and_init_combination(bench):
+    # the four head × init combinations of the default change: the ablation must build what
+    # its names say, or its table would attribute the change to the wrong half
+    def head_has_norm(model):
+        return any(isinstance(m, torch.nn.LayerNorm) for m in model.head.modules())
+
+    def head_bias_zero(model):      # Glorot init zeroes biases; PyTorch's draws them
+        linear = [m for m in model.head.modules() if isinstance(m, torch.nn.Linear)][-1]
+        return not linear.bias.any()
+
+    builders = bench.kairo_acc_builders(resnet_ablation=True)
+    expect = {"kairo_resnet": (False, True),                   # (head LayerNorm, Glorot init)
+              "kairo_resnet_before_keras": (True, False),
+              "kairo_resnet_glorot_head_norm": (True, True),
+              "kairo_resnet_torch_init_no_head_norm": (False, False)}
+    for name, (norm, glorot) in expect.items():
+        torch.manual_seed(0)
+        model = builders[name](1, 3, 40)
+        assert (head_has_norm(model), head_bias_zero(model)) == (norm, glorot), name
