@@ -31,7 +31,8 @@ Sections (each records the load average before and after, because the machine is
                  GunPoint and MNIST-1D (length 40), z-normalized; test accuracy per seed.
                  ``--accuracy-only`` skips the timings (sections 2 and 3's speed part) and
                  writes ``attention_speed_accuracy.json``; ``--acc-seeds N`` runs seeds 0..N-1;
-                 ``--resnet-ablation`` adds kairo ResNets changed in the ways tsai's differs;
+                 ``--resnet-ablation`` adds kairo ResNets changed in the ways tsai's differs,
+                 and the default before 2026-12-02 with each half of that change alone;
                  ``--acc-models a,b`` runs only those models, ``--acc-datasets`` only those
                  datasets; ``--acc-epochs MNIST1D=40`` changes a dataset's budget.
 
@@ -662,7 +663,8 @@ def main(argv=None) -> int:
                         help="only the equivalence check and the accuracy runs (no timings)")
     parser.add_argument("--resnet-ablation", action="store_true",
                         help="accuracy runs add kairo ResNets with tsai's kernels, no head "
-                             "LayerNorm, He initialization, and all three")
+                             "LayerNorm, He initialization, and all three; and the ResNet "
+                             "default before 2026-12-02 with each half of that change alone")
     parser.add_argument("--acc-models", default=None,
                         help="comma-separated model names: only these in the accuracy runs "
                              "(default: all)")
