@@ -432,8 +432,6 @@ def kairo_builders(length: int, n_classes: int) -> dict:
         "kairo_transformer_step_attn_dropout_0.1": kairo(0.1, encoder="transformer",
                                                          tokens="step", norm="pre"),
         "kairo_transformer_patch16": kairo(encoder="transformer", tokens="patch", patch=16),
-        "kairo_transformer_step_post": "ModelConfig(norm='post'): LayerNorm after each "
-                                       "residual branch, as nn.TransformerEncoderLayer's default",
         "kairo_transformer_step_dropout0": kairo(encoder="transformer", tokens="step",
                                                  norm="pre", dropout=0.0),
         "kairo_resnet": kairo(encoder="resnet", layers=3),

@@ -124,3 +124,18 @@ def test_resnet_ablation_builds_each_head_and_init_combination(bench):
         torch.manual_seed(0)
         model = builders[name](1, 3, 40)
         assert (head_has_norm(model), head_bias_zero(model)) == (norm, glorot), name
+
+
+def test_every_speed_and_accuracy_model_builds_and_runs(bench):
+    # a non-model entry in a builder table (a note pasted into it) crashed the speed run only
+    # after minutes of timing; every entry must build a classifier that gives [B, classes]
+    x = torch.randn(2, 1, 40)
+    speed = bench.kairo_builders(40, 3)
+    accuracy = bench.kairo_acc_builders(resnet_ablation=True)
+    builds = [(f"speed {k}", b) for k, b in speed.items()]
+    builds += [(f"accuracy {k}", b) for k, b in accuracy.items()]
+    for name, build in builds:
+        assert callable(build), name
+        model = (build() if name.startswith("speed") else build(1, 3, 40)).eval()
+        with torch.no_grad():
+            assert model(x).shape == (2, 3), name
