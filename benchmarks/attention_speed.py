@@ -742,7 +742,10 @@ def main(argv=None) -> int:
                       "infer_step": "eval mode, torch.no_grad",
                       "rate": "samples/s over a timed repeat; warm-up steps untimed; repeats "
                               "interleaved across models; ratios use the best repeat"},
+           # the CPU capability decides oneDNN's kernels: the ResNet's channels-last lead over
+           # tsai's measured on 2026-11-30 became a deficit on an AVX2-only machine (2026-12-02)
            "machine": {**environment(), "cpu_model": cpu_model(),
+                       "cpu_capability": torch.backends.cpu.get_cpu_capability(),
                        "torch_num_threads": torch.get_num_threads(),
                        "torch": torch.__version__},
            "loadavg_start": loadavg(), "sections": {}}
