@@ -139,3 +139,21 @@ def test_every_speed_and_accuracy_model_builds_and_runs(bench):
         model = (build() if name.startswith("speed") else build(1, 3, 40)).eval()
         with torch.no_grad():
             assert model(x).shape == (2, 3), name
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_resnet_layout_probe_copies_kairos_function(load_benchmark, train):
+    # the layout probe times kairo's channels-last ResNet against a [B, C, T] copy; the timing
+    # means something only if the copy computes the same function (train and eval mode)
+    from kairo.attention import ModelConfig, build_classifier
+
+    probe = load_benchmark("resnet_layout")
+    torch.manual_seed(0)
+    kairo = build_classifier(ModelConfig(encoder="resnet", layers=3, pool="mean"), 1, 4, 37)
+    plain = probe.PlainResNet(kairo)
+    kairo.train(train), plain.train(train)
+    x = torch.randn(5, 1, 37)
+    with torch.no_grad():
+        assert torch.allclose(kairo(x), plain(x), atol=1e-5)
+        plain.blocks[1].convs[0].weight[0, 0, 0] += 1.0          # a copy that differs shows it
+        assert not torch.allclose(kairo(x), plain(x), atol=1e-5)

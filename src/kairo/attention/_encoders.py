@@ -107,9 +107,10 @@ class _ResBlock(nn.Module):
     Fawaz et al.'s code and tsai) or the input itself ("identity", kairo before 2026-11-30).
 
     forward works on [B, C, 1, T] in channels-last memory (time-major, channels innermost):
-    oneDNN's convolutions and PyTorch's batch norm run 15–20 % faster per training step in that
-    layout than on [B, C, T] (benchmarks/attention_speed.py); the modules stay Conv1d and
-    BatchNorm1d, so state dicts are unchanged."""
+    oneDNN's convolutions and PyTorch's batch norm ran 15–20 % faster per training step in that
+    layout than on [B, C, T] on the machine of 2026-11-30, but ~10 % slower on an AVX2-only
+    EPYC (benchmarks/resnet_layout.py); the modules stay Conv1d and BatchNorm1d, so state
+    dicts are unchanged."""
 
     def __init__(self, c_in: int, c_out: int, kernel_sizes, stride: int, fk: dict,
                  shortcut: str = "bn"):
