@@ -9,15 +9,13 @@ from everything else that differs from tsai's model.
 
 Usage::
 
-    python benchmarks/resnet_layout.py [--repeats 5] [--steps 4] [--threads 2] [--out PATH]
+    python benchmarks/resnet_layout.py [--repeats 5] [--threads 2] [--out PATH]
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -69,72 +67,61 @@ class PlainResNet(nn.Module):
         return self.head(self.blocks(x).mean(dim=2))
 
 
-def rate(model, opt, x, y, steps):
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        opt.zero_grad(set_to_none=True)
-        F.cross_entropy(model(x), y).backward()
-        opt.step()
-    return len(x) * steps / (time.perf_counter() - t0)
-
-
 def main(argv=None) -> int:
+    from attention_speed import FULL, SEED, time_models
     from kairo._runs import cpu_model, environment
     from kairo.attention import ModelConfig, build_classifier
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--steps", type=int, default=4, help="training steps per timed repeat")
+    parser.add_argument("--repeats", type=int, default=5, help="timed repeats per model")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", type=Path, default=RESULTS / "resnet_layout.json")
     args = parser.parse_args(argv)
-    for name in ("repeats", "steps", "threads"):
+    for name in ("repeats", "threads"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be ≥ 1, got {getattr(args, name)}")
     torch.set_num_threads(args.threads)
-    torch.manual_seed(0)
-    x, y = torch.randn(64, 1, 700), torch.randint(0, 10, (64,))
-    kairo = build_classifier(ModelConfig(encoder="resnet", layers=3, pool="mean"), 1, 10, 700)
-    plain = PlainResNet(kairo)
+    cfg = dict(FULL, repeats=args.repeats)
+
+    def build_kairo():
+        return build_classifier(ModelConfig(encoder="resnet", layers=3, pool="mean"), 1,
+                                cfg["n_classes"], cfg["length"])
+
+    # the same function first: the timing compares layouts only if the copy is kairo's model
+    torch.manual_seed(SEED)
+    kairo = build_kairo()
     if any(isinstance(m, nn.LayerNorm) for m in kairo.head.modules()):
         parser.error("this probe mirrors the default head (no LayerNorm)")
-    kairo.train(), plain.train()
+    plain = PlainResNet(kairo)
+    x = torch.randn(cfg["batch"], 1, cfg["length"])
     with torch.no_grad():
-        diff = (kairo(x) - plain(x)).abs().max().item()
+        diff = (kairo.train()(x) - plain.train()(x)).abs().max().item()
     if diff > 1e-4:
         print(f"the [B, C, T] copy does not compute kairo's function: max |Δ| {diff:.2e}",
               file=sys.stderr)
         return 1
-    models = {"kairo_channels_last": kairo, "same_net_bct": plain}
-    opts = {k: torch.optim.AdamW(m.parameters(), 1e-3) for k, m in models.items()}
     res = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
            "command": "python benchmarks/resnet_layout.py " + " ".join(argv or sys.argv[1:]),
            "machine": {**environment(), "cpu_model": cpu_model(),
                        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
                        "torch_num_threads": torch.get_num_threads()},
            "setup": "kairo ResNet (default config, 3 blocks, kernels 8-5-3) and a [B, C, T] "
-                    "copy with its weights; x [64, 1, 700]; train step = forward + "
-                    "cross-entropy + backward + AdamW; repeats interleaved",
-           "max_abs_diff_train_forward": diff, "loadavg_start": loadavg(),
-           "samples_per_s": {k: [] for k in models}}
-    for k, m in models.items():                                     # warm-up, untimed
-        rate(m, opts[k], x, y, 2)
-    for r in range(args.repeats):
-        for k, m in models.items():
-            res["samples_per_s"][k].append(round(rate(m, opts[k], x, y, args.steps), 2))
-        print(f"repeat {r + 1}/{args.repeats}: " + ", ".join(
-            f"{k} {v[-1]}" for k, v in res["samples_per_s"].items()), flush=True)
-    best = {k: max(v) for k, v in res["samples_per_s"].items()}
-    med = {k: statistics.median(v) for k, v in res["samples_per_s"].items()}
-    res["ratio_kairo_over_bct"] = {"best": round(best["kairo_channels_last"]
-                                                 / best["same_net_bct"], 3),
-                                   "median": round(med["kairo_channels_last"]
-                                                   / med["same_net_bct"], 3)}
+                    "copy with its weights; attention_speed.py's timer (x [64, 1, 700], train "
+                    "and inference steps, repeats interleaved, best and median)",
+           "max_abs_diff_train_forward": diff, "loadavg_start": loadavg()}
+    # time_models seeds each build alike, so the copy gets the weights of the kairo it times
+    res["models"] = time_models({"kairo_channels_last": build_kairo,
+                                 "same_net_bct": lambda: PlainResNet(build_kairo())}, cfg)
+    k, b = res["models"]["kairo_channels_last"], res["models"]["same_net_bct"]
+    res["ratio_kairo_over_bct"] = {
+        step: {stat: round(k[step][f"samples_per_s_{stat}"] / b[step][f"samples_per_s_{stat}"], 3)
+               for stat in ("best", "median")} for step in ("train", "infer")}
     res["loadavg_end"] = loadavg()
     atomic_write_json(args.out, res)
-    ratio = res["ratio_kairo_over_bct"]
-    print(f"kairo channels-last / same net in [B, C, T]: best ×{ratio['best']}, median "
-          f"×{ratio['median']} ({res['machine']['cpu_capability']}); wrote {args.out}")
+    r = res["ratio_kairo_over_bct"]
+    print(f"kairo channels-last / same net in [B, C, T] ({res['machine']['cpu_capability']}): "
+          f"train ×{r['train']['best']} (median ×{r['train']['median']}), infer "
+          f"×{r['infer']['best']} (median ×{r['infer']['median']}); wrote {args.out}")
     return 0
 
 

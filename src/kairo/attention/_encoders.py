@@ -108,7 +108,7 @@ class _ResBlock(nn.Module):
 
     forward works on [B, C, 1, T] in channels-last memory (time-major, channels innermost):
     oneDNN's convolutions and PyTorch's batch norm ran 15–20 % faster per training step in that
-    layout than on [B, C, T] on the machine of 2026-11-30, but ~10 % slower on an AVX2-only
+    layout than on [B, C, T] on the machine of 2026-11-30, but ~14 % slower on an AVX2-only
     EPYC (benchmarks/resnet_layout.py); the modules stay Conv1d and BatchNorm1d, so state
     dicts are unchanged."""
 
