@@ -1,11 +1,13 @@
-"""Does kairo's channels-last ResNet pay on this CPU? Times its training step against the same
-network in PyTorch's plain [B, C, T] layout (Conv1d / BatchNorm1d, weights copied from kairo's,
-outputs checked equal first), interleaved, on [64, 1, 700] inputs.
+"""Which memory layout should kairo's ResNet compute in on this CPU? Times its training and
+inference steps in both layouts (``layout="channels_last"``, [B, C, 1, T], and ``"bct"``,
+[B, C, T]) next to the same network written plainly in [B, C, T] (Conv1d / BatchNorm1d, weights
+copied from kairo's, outputs checked equal first), interleaved, on [64, 1, 700] inputs, and
+says which layout ``layout="auto"`` picks here.
 
-kairo's ResNet computes on channels-last [B, C, 1, T] activations because oneDNN ran its
-convolutions faster that way on the machine measured on 2026-11-30; on an AVX2-only EPYC
-(2026-12-02) kairo's ResNet fell to 0.75× tsai's in training. This probe separates the layout
-from everything else that differs from tsai's model.
+Channels-last was the faster layout on an AVX-512 EPYC (2026-11-30); on an AVX2-only EPYC
+(2026-12-02) kairo's channels-last ResNet fell to 0.75× tsai's in training. This probe separates
+the layout from everything else that differs from tsai's model, and is the evidence behind
+``kairo.attention.resnet_layout``'s rule.
 
 Usage::
 
@@ -71,6 +73,7 @@ def main(argv=None) -> int:
     from attention_speed import FULL, SEED, time_models
     from kairo._runs import cpu_model, environment
     from kairo.attention import ModelConfig, build_classifier
+    from kairo.attention import resnet_layout
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=5, help="timed repeats per model")
@@ -83,9 +86,11 @@ def main(argv=None) -> int:
     torch.set_num_threads(args.threads)
     cfg = dict(FULL, repeats=args.repeats)
 
-    def build_kairo():
-        return build_classifier(ModelConfig(encoder="resnet", layers=3, pool="mean"), 1,
-                                cfg["n_classes"], cfg["length"])
+    def build_kairo(layout="auto"):
+        model = build_classifier(ModelConfig(encoder="resnet", layers=3, pool="mean"), 1,
+                                 cfg["n_classes"], cfg["length"])
+        model.encoder.layout = layout
+        return model
 
     # the same function first: the timing compares layouts only if the copy is kairo's model
     torch.manual_seed(SEED)
@@ -94,34 +99,47 @@ def main(argv=None) -> int:
         parser.error("this probe mirrors the default head (no LayerNorm)")
     plain = PlainResNet(kairo)
     x = torch.randn(cfg["batch"], 1, cfg["length"])
+    diff = {}
     with torch.no_grad():
-        diff = (kairo.train()(x) - plain.train()(x)).abs().max().item()
-    if diff > 1e-4:
-        print(f"the [B, C, T] copy does not compute kairo's function: max |Δ| {diff:.2e}",
-              file=sys.stderr)
+        ref = plain.train()(x)
+        for layout in ("channels_last", "bct"):
+            kairo.encoder.layout = layout
+            diff[layout] = (kairo.train()(x) - ref).abs().max().item()
+    if max(diff.values()) > 1e-4:
+        print(f"kairo's layouts and the [B, C, T] copy differ: max |Δ| {diff}", file=sys.stderr)
         return 1
     res = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
            "command": "python benchmarks/resnet_layout.py " + " ".join(argv or sys.argv[1:]),
            "machine": {**environment(), "cpu_model": cpu_model(),
                        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
                        "torch_num_threads": torch.get_num_threads()},
-           "setup": "kairo ResNet (default config, 3 blocks, kernels 8-5-3) and a [B, C, T] "
-                    "copy with its weights; attention_speed.py's timer (x [64, 1, 700], train "
-                    "and inference steps, repeats interleaved, best and median)",
-           "max_abs_diff_train_forward": diff, "loadavg_start": loadavg()}
+           "auto_layout": resnet_layout("auto"),
+           "setup": "kairo ResNet (default config, 3 blocks, kernels 8-5-3) with layout "
+                    "channels_last and bct, and a plain [B, C, T] copy with its weights; "
+                    "attention_speed.py's timer (x [64, 1, 700], train and inference steps, "
+                    "repeats interleaved, best and median)",
+           "max_abs_diff_train_forward_vs_copy": diff, "loadavg_start": loadavg()}
     # time_models seeds each build alike, so the copy gets the weights of the kairo it times
-    res["models"] = time_models({"kairo_channels_last": build_kairo,
+    res["models"] = time_models({"kairo_channels_last": lambda: build_kairo("channels_last"),
+                                 "kairo_bct": lambda: build_kairo("bct"),
                                  "same_net_bct": lambda: PlainResNet(build_kairo())}, cfg)
-    k, b = res["models"]["kairo_channels_last"], res["models"]["same_net_bct"]
-    res["ratio_kairo_over_bct"] = {
-        step: {stat: round(k[step][f"samples_per_s_{stat}"] / b[step][f"samples_per_s_{stat}"], 3)
-               for stat in ("best", "median")} for step in ("train", "infer")}
+    m = res["models"]
+
+    def ratio(a, b):
+        return {step: {stat: round(m[a][step][f"samples_per_s_{stat}"]
+                                   / m[b][step][f"samples_per_s_{stat}"], 3)
+                       for stat in ("best", "median")} for step in ("train", "infer")}
+
+    res["ratio_channels_last_over_bct"] = ratio("kairo_channels_last", "kairo_bct")
+    res["ratio_kairo_bct_over_copy"] = ratio("kairo_bct", "same_net_bct")
     res["loadavg_end"] = loadavg()
     atomic_write_json(args.out, res)
-    r = res["ratio_kairo_over_bct"]
-    print(f"kairo channels-last / same net in [B, C, T] ({res['machine']['cpu_capability']}): "
-          f"train ×{r['train']['best']} (median ×{r['train']['median']}), infer "
-          f"×{r['infer']['best']} (median ×{r['infer']['median']}); wrote {args.out}")
+    r = res["ratio_channels_last_over_bct"]
+    print(f"kairo channels-last / kairo [B, C, T] ({res['machine']['cpu_capability']}, auto "
+          f"picks {res['auto_layout']}): train ×{r['train']['best']} (median "
+          f"×{r['train']['median']}), infer ×{r['infer']['best']} (median "
+          f"×{r['infer']['median']}); kairo [B, C, T] / plain copy: train "
+          f"×{res['ratio_kairo_bct_over_copy']['train']['best']}; wrote {args.out}")
     return 0
 
 

@@ -77,6 +77,12 @@ def environment() -> dict:
     torch = sys.modules.get("torch")          # only when the run used it (importing is slow)
     if torch is not None:
         env["torch_cpu_capability"] = torch.backends.cpu.get_cpu_capability()
+    enc = sys.modules.get("kairo.attention._encoders")
+    if enc is not None:        # the ResNet's float order, hence its seeded results, follow it
+        try:
+            env["resnet_auto_layout"] = enc.resnet_layout("auto")
+        except Exception as e:           # a bad KAIRO_RESNET_LAYOUT fails the run elsewhere
+            env["resnet_auto_layout"] = f"invalid: {e}"
     return env
 
 

@@ -142,14 +142,16 @@ def test_every_speed_and_accuracy_model_builds_and_runs(bench):
 
 
 @pytest.mark.parametrize("train", [True, False])
-def test_resnet_layout_probe_copies_kairos_function(load_benchmark, train):
-    # the layout probe times kairo's channels-last ResNet against a [B, C, T] copy; the timing
-    # means something only if the copy computes the same function (train and eval mode)
+@pytest.mark.parametrize("layout", ["channels_last", "bct"])
+def test_resnet_layout_probe_copies_kairos_function(load_benchmark, train, layout):
+    # the layout probe times kairo's ResNet in both layouts against a plain [B, C, T] copy; the
+    # timing means something only if the copy computes the same function (train and eval mode)
     from kairo.attention import ModelConfig, build_classifier
 
     probe = load_benchmark("resnet_layout")
     torch.manual_seed(0)
     kairo = build_classifier(ModelConfig(encoder="resnet", layers=3, pool="mean"), 1, 4, 37)
+    kairo.encoder.layout = layout
     plain = probe.PlainResNet(kairo)
     kairo.train(train), plain.train(train)
     x = torch.randn(5, 1, 37)

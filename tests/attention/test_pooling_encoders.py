@@ -454,25 +454,27 @@ def test_arch_and_config_errors():
         model(torch.randn(1, 2, 10))
 
 
-def test_resnet_runs_channels_last_and_keeps_conv1d_state_dict():
-    """The blocks compute on [B, C, 1, T] channels-last activations (the faster oneDNN layout),
-    in training and eval, with and without a mask; the modules and state dict stay those of
+@pytest.mark.parametrize("layout", ["channels_last", "bct"])
+def test_resnet_runs_in_its_layout_and_keeps_conv1d_state_dict(layout):
+    """The blocks compute on [B, C, 1, T] channels-last or [B, C, T] activations, as asked, in
+    training and eval, with and without a mask; the modules and state dict stay those of
     Conv1d / BatchNorm1d, so the tokens equal a plain Conv1d forward with the same weights."""
     import torch.nn.functional as F
 
     torch.manual_seed(3)
-    enc = ResNet1D(2, d=4, blocks=2)
+    enc = ResNet1D(2, d=4, blocks=2, layout=layout)
     seen = []
     for b in enc.blocks:
         b.register_forward_hook(lambda m, i, o: seen.append(
-            o[0].dim() == 4 and o[0].is_contiguous(memory_format=torch.channels_last)))
+            o[0].dim() == 4 and o[0].is_contiguous(memory_format=torch.channels_last)
+            if layout == "channels_last" else o[0].dim() == 3 and o[0].is_contiguous()))
     x, mask = torch.randn(3, 2, 17), _mask([17, 9, 4], 17)
     for train in (True, False):
         enc.train(train)
         for m in (None, mask):
             tok, _ = enc(x, m)
             assert tok.is_contiguous()
-    assert seen and all(seen)
+    assert len(seen) == 8 and all(seen)
     sd = enc.state_dict()
     assert sd["blocks.0.convs.0.weight"].shape == (4, 2, 8)
     assert all(isinstance(n, torch.nn.BatchNorm1d) for b in enc.blocks for n in b.norms)
@@ -485,6 +487,65 @@ def test_resnet_runs_channels_last_and_keeps_conv1d_state_dict():
             z = F.relu(z) if i < 2 else z
         y = F.relu(z + blk.shortcut(y))
     torch.testing.assert_close(enc(x)[0], y.transpose(1, 2), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_resnet_layouts_compute_the_same_function_gradients_and_statistics(stride):
+    """Two copies, one per layout, one training step each on masked series: equal tokens,
+    input and weight gradients, running statistics, and equal eval outputs after the step
+    (batch norm folded into the convs)."""
+    import copy
+
+    torch.manual_seed(5)
+    cl = ResNet1D(3, d=6, blocks=2, stride=stride, layout="channels_last")
+    bct = copy.deepcopy(cl)
+    bct.layout = "bct"
+    x, mask = torch.randn(4, 3, 29), _mask([29, 20, 7, 29], 29)
+    out = {}
+    for name, enc in (("cl", cl), ("bct", bct)):
+        xi = x.clone().requires_grad_()
+        tok, m = enc.train()(xi, mask)
+        (tok * torch.linspace(-1, 1, tok.shape[-1])).square().sum().backward()
+        out[name] = tok.detach(), m, xi.grad, [p.grad for p in enc.parameters()]
+    (ta, ma, ga, pa), (tb, mb, gb, pb) = out["cl"], out["bct"]
+    assert torch.equal(ma, mb)
+    torch.testing.assert_close(ta, tb, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(ga, gb, atol=1e-4, rtol=1e-4)
+    for a, b in zip(pa, pb):
+        torch.testing.assert_close(a, b, atol=1e-4 * b.abs().max().item(), rtol=1e-4)
+    for a, b in zip(cl.buffers(), bct.buffers()):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
+    assert cl.state_dict().keys() == bct.state_dict().keys()
+    with torch.no_grad():
+        torch.testing.assert_close(cl.eval()(x, mask)[0], bct.eval()(x, mask)[0], atol=1e-5,
+                                   rtol=1e-5)
+
+
+def test_resnet_auto_layout_rule_and_override(monkeypatch):
+    """auto: channels-last on AVX-512 CPUs and off the CPU, [B, C, T] on other CPUs;
+    KAIRO_RESNET_LAYOUT overrides auto but not an explicit layout; bad values are named."""
+    from kairo.attention import _encoders as E
+
+    monkeypatch.delenv(E.LAYOUT_ENV, raising=False)
+    for cap, want in (("AVX512", "channels_last"), ("AVX2", "bct"), ("DEFAULT", "bct")):
+        monkeypatch.setattr(E, "_cpu_capability", lambda cap=cap: cap)
+        assert E.resnet_layout("auto") == want
+        assert E.resnet_layout("auto", "meta") == "channels_last"
+        assert E.resnet_layout("bct") == "bct"
+        assert E.resnet_layout("channels_last") == "channels_last"
+    monkeypatch.setenv(E.LAYOUT_ENV, "channels_last")
+    assert E.resnet_layout("auto") == "channels_last" and E.resnet_layout("bct") == "bct"
+    from kairo._runs import environment
+
+    assert environment()["resnet_auto_layout"] == "channels_last"   # run records carry it
+    monkeypatch.setenv(E.LAYOUT_ENV, "nhwc")
+    with pytest.raises(ConfigError, match="KAIRO_RESNET_LAYOUT must be one of auto, "
+                                          "channels_last, bct; got 'nhwc'"):
+        ResNet1D(1)
+    assert environment()["resnet_auto_layout"].startswith("invalid: environment variable")
+    monkeypatch.delenv(E.LAYOUT_ENV)
+    with pytest.raises(ConfigError, match="layout must be one of auto, channels_last, bct"):
+        ResNet1D(1, layout="NCW")
 
 
 @pytest.mark.parametrize("kernels,stride", [((8, 5, 3), 1), ((7, 4, 3), 1), ((8, 5, 3), 3)])

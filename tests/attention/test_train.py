@@ -241,13 +241,10 @@ def test_variable_length_data_and_no_validation_set():
 
 # ---------------------------------------------------------------------------- batch-norm statistics
 def _first_bn_input(model, x):
-    """What the first batch norm of a channels-last ResNet block normalizes: conv0(x)."""
-    from kairo.attention._encoders import _conv
-
+    """What the first batch norm of a ResNet block normalizes: conv0(x), as [B, C, 1, T]."""
     blk = model.encoder.blocks[0]
-    xx = x.unsqueeze(2).contiguous(memory_format=torch.channels_last)
     k = blk.kernel_sizes[0]
-    return _conv(blk.convs[0], torch.nn.functional.pad(xx, (0, 1)) if k % 2 == 0 else xx)
+    return blk.convs[0](torch.nn.functional.pad(x, (0, 1)) if k % 2 == 0 else x)[:, :, None]
 
 
 @pytest.mark.parametrize("batch", [256, 7])

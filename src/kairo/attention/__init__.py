@@ -15,7 +15,7 @@ _EXPORTS = {
     "_attention": ("attention_reference", "MultiHeadAttention", "KVCache", "TinyDecoder"),
     "_pooling": ("MeanPool", "MaxPool", "ClsPool", "AttentionPool", "MultiHeadAttentionPool",
                  "make_pool", "POOLS"),
-    "_encoders": ("ResNet1D", "TransformerEncoder", "ENCODERS"),
+    "_encoders": ("ResNet1D", "TransformerEncoder", "ENCODERS", "resnet_layout"),
     "_model": ("ModelConfig", "TSClassifier", "build_classifier"),
     "_data": ("TSData", "list_datasets", "load_dataset", "from_arrays", "load_csv", "load_ts",
               "znormalize", "stratified_split"),

@@ -2,8 +2,8 @@
 their mask [B, T'] (or None).
 
 - :class:`ResNet1D`: the residual CNN of Wang et al. 2017 as benchmarked by Fawaz et al. 2019
-  (blocks of conv 8 → 5 → 3 with batch norm, widths 64, 128, 128 for d = 64), computed on
-  channels-last [B, C, 1, T] activations for faster oneDNN kernels.
+  (blocks of conv 8 → 5 → 3 with batch norm, widths 64, 128, 128 for d = 64), computed in the
+  memory layout that trains faster on the machine at hand (see :func:`resnet_layout`).
 - :class:`TransformerEncoder`: per-step or patch tokens, a positional encoding, Transformer
   blocks built on :class:`~kairo.attention._attention.MultiHeadAttention`.
 
@@ -15,6 +15,9 @@ a series' output does not depend on how much padding its batch carries.
 
 from __future__ import annotations
 
+import os
+from functools import lru_cache
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -24,8 +27,45 @@ from kairo.attention._configs import ENCODERS, SHORTCUTS, TOKENS  # noqa: F401  
 from kairo.attention._attention import NORMS, TransformerBlock
 from kairo.attention._encodings import DEFAULT_MAX_LEN, POSITIONALS, make_positional
 
-__all__ = ["ResNet1D", "TransformerEncoder", "ENCODERS", "TOKENS", "SHORTCUTS",
-           "check_series"]
+__all__ = ["ResNet1D", "TransformerEncoder", "ENCODERS", "TOKENS", "SHORTCUTS", "LAYOUTS",
+           "check_series", "resnet_layout"]
+
+#: memory layouts the ResNet computes in; "auto" picks one per machine (see resnet_layout)
+LAYOUTS = ("auto", "channels_last", "bct")
+LAYOUT_ENV = "KAIRO_RESNET_LAYOUT"
+
+
+@lru_cache(maxsize=1)
+def _cpu_capability() -> str:
+    return torch.backends.cpu.get_cpu_capability()
+
+
+def resnet_layout(layout: str = "auto", device: torch.device | str = "cpu") -> str:
+    """The layout a ResNet1D with ``layout`` computes in on ``device``: "channels_last"
+    ([B, C, 1, T], channels innermost) or "bct" (PyTorch's plain [B, C, T]).
+
+    "auto" reads the environment variable KAIRO_RESNET_LAYOUT if set, else picks by CPU:
+    channels-last where PyTorch runs AVX-512 kernels, [B, C, T] elsewhere. Measured with
+    benchmarks/resnet_layout.py (training step, [64, 1, 700]): channels-last was 15–20 % faster
+    on an AVX-512 EPYC (2026-11-30) and ~14 % slower on an AVX2-only EPYC (2026-12-02), where
+    [B, C, T] runs at tsai's speed. Off the CPU "auto" keeps channels-last (not measured). The
+    two layouts compute the same function up to float rounding; the choice is deterministic
+    per machine, so seeded runs repeat on it.
+    """
+    if layout not in LAYOUTS:
+        raise ConfigError(f"layout must be one of {', '.join(LAYOUTS)}; got {layout!r}")
+    if layout != "auto":
+        return layout
+    env = os.environ.get(LAYOUT_ENV, "").strip()
+    if env:
+        if env not in LAYOUTS:
+            raise ConfigError(f"environment variable {LAYOUT_ENV} must be one of "
+                              f"{', '.join(LAYOUTS)}; got {env!r}")
+        if env != "auto":
+            return env
+    if torch.device(device).type != "cpu":
+        return "channels_last"
+    return "channels_last" if _cpu_capability().startswith("AVX512") else "bct"
 
 
 
@@ -56,9 +96,16 @@ def _downsample_mask(mask: torch.Tensor | None, s: int) -> torch.Tensor | None:
     return F.pad(mask, (0, pad), value=False).view(mask.shape[0], -1, s).any(-1)
 
 
+def _step_mask(mask: torch.Tensor | None, x: torch.Tensor) -> torch.Tensor | None:
+    """[B, T] bool → x's dtype, broadcastable to x [B, C, T] or [B, C, 1, T]."""
+    if mask is None:
+        return None
+    return mask.view(mask.shape[0], *([1] * (x.dim() - 2)), mask.shape[1]).to(x.dtype)
+
+
 class _BatchNormCL(nn.BatchNorm1d):
     """BatchNorm1d (same parameters, buffers and state dict) that also takes the [B, C, 1, T]
-    channels-last activations the ResNet computes on; on [B, C] / [B, C, T] it is BatchNorm1d."""
+    channels-last activations of the ResNet; on [B, C] / [B, C, T] it is BatchNorm1d."""
 
     def _check_input_dim(self, input):
         if input.dim() not in (2, 3, 4):
@@ -92,10 +139,13 @@ class _BatchNormCL(nn.BatchNorm1d):
 
 
 def _conv(conv: nn.Conv1d, x: torch.Tensor, weight=None, bias=None) -> torch.Tensor:
-    """A Conv1d applied to channels-last x [B, C, 1, T] as the conv2d it is inside PyTorch
-    (stride and padding carried over; the ResNet's convs use no dilation and one group)."""
+    """A Conv1d (optionally with other weight and bias) on x [B, C, T], or on channels-last
+    x [B, C, 1, T] as the conv2d it is inside PyTorch (stride and padding carried over; the
+    ResNet's convs use no dilation and one group)."""
     w = conv.weight if weight is None else weight
     b = conv.bias if weight is None else bias
+    if x.dim() == 3:
+        return F.conv1d(x, w, b, conv.stride, conv.padding)
     w = w.unsqueeze(2).contiguous(memory_format=torch.channels_last)
     return F.conv2d(x, w, b, (1, conv.stride[0]), (0, conv.padding[0]))
 
@@ -106,11 +156,9 @@ class _ResBlock(nn.Module):
     The shortcut is a 1×1 conv + BN when the width or length changes; otherwise BN ("bn", as in
     Fawaz et al.'s code and tsai) or the input itself ("identity", kairo before 2026-11-30).
 
-    forward works on [B, C, 1, T] in channels-last memory (time-major, channels innermost):
-    oneDNN's convolutions and PyTorch's batch norm ran 15–20 % faster per training step in that
-    layout than on [B, C, T] on the machine of 2026-11-30, but ~14 % slower on an AVX2-only
-    EPYC (benchmarks/resnet_layout.py); the modules stay Conv1d and BatchNorm1d, so state
-    dicts are unchanged."""
+    forward takes either layout of :func:`resnet_layout`: [B, C, T], or [B, C, 1, T] in
+    channels-last memory (time-major, channels innermost); the modules stay Conv1d and
+    BatchNorm1d, so state dicts do not depend on the layout."""
 
     def __init__(self, c_in: int, c_out: int, kernel_sizes, stride: int, fk: dict,
                  shortcut: str = "bn"):
@@ -133,10 +181,10 @@ class _ResBlock(nn.Module):
             self.shortcut = _BatchNormCL(c_out, **fk) if shortcut == "bn" else nn.Identity()
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None):
-        """x [B, C_in, 1, T] channels-last, mask [B, T] → [B, C_out, 1, T'], mask [B, T']."""
-        m_in = None if mask is None else mask[:, None, None, :].to(x.dtype)        # [B,1,1,T]
+        """x [B, C_in, (1,) T], mask [B, T] → [B, C_out, (1,) T'] in x's layout, mask [B, T']."""
+        m_in = _step_mask(mask, x)
         mask = _downsample_mask(mask, self.stride)
-        m_out = None if mask is None else mask[:, None, None, :].to(x.dtype)       # [B,1,1,T']
+        m_out = _step_mask(mask, x)
         if m_in is not None:
             x = x * m_in
         y = x
@@ -165,9 +213,9 @@ class _ResBlock(nn.Module):
 
 
 def _conv_bn_eval(conv: nn.Conv1d, bn: nn.BatchNorm1d, x: torch.Tensor) -> torch.Tensor:
-    """bn(conv(x)) on channels-last x [B, C, 1, T] with eval-mode batch norm folded into the
-    conv's weights and bias (equal up to float rounding; the folded weights are recomputed per
-    call, a few µs, so nothing goes stale after training or loading)."""
+    """bn(conv(x)) on x [B, C, T] or channels-last [B, C, 1, T] with eval-mode batch norm
+    folded into the conv's weights and bias (equal up to float rounding; the folded weights are
+    recomputed per call, a few µs, so nothing goes stale after training or loading)."""
     # by hand: torch.nn.utils.fusion returns detached Parameters; this stays differentiable
     scale = bn.weight * torch.rsqrt(bn.running_var + bn.eps)
     bias = bn.bias - bn.running_mean * scale
@@ -182,12 +230,17 @@ class ResNet1D(nn.Module):
     block. ``forward(x [B,C,T], mask [B,T] | None) → (tokens [B,T',d_out], mask [B,T'] | None)``
     with masked tokens set to 0; ``steps_per_token`` = stride ** blocks. ``shortcut`` ("bn" or
     "identity") is the shortcut of a block that keeps width and length (see :class:`_ResBlock`).
+    ``layout`` ("auto", "channels_last" or "bct"; an attribute that may be changed later) is the
+    memory layout the blocks compute in, resolved per call by :func:`resnet_layout`; it changes
+    speed, not the function or the state dict.
     """
 
     def __init__(self, in_channels: int, d: int = 64, blocks: int = 3,
                  kernel_sizes: tuple[int, ...] = (8, 5, 3), stride: int = 1,
-                 shortcut: str = "bn", *, device=None, dtype=None):
+                 shortcut: str = "bn", *, layout: str = "auto", device=None, dtype=None):
         super().__init__()
+        resnet_layout(layout)                                   # validates
+        self.layout = layout
         if in_channels < 1 or d < 1 or blocks < 1 or stride < 1:
             raise ConfigError(f"ResNet1D needs in_channels, d, blocks, stride ≥ 1, got "
                               f"in_channels={in_channels}, d={d}, blocks={blocks}, "
@@ -209,10 +262,16 @@ class ResNet1D(nn.Module):
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, *,
                 need_weights: bool = False):
         check_series(x, mask, self.in_channels)
-        x = x.unsqueeze(2).contiguous(memory_format=torch.channels_last)           # [B,C,1,T]
+        if resnet_layout(self.layout, x.device) == "channels_last":
+            x = x.unsqueeze(2).contiguous(memory_format=torch.channels_last)       # [B,C,1,T]
         for block in self.blocks:
             x, mask = block(x, mask)
-        tokens = x.squeeze(2).transpose(1, 2)            # [B,T',D], contiguous: channels last
+        if x.dim() == 4:
+            tokens = x.squeeze(2).transpose(1, 2)        # [B,T',D], contiguous: channels last
+        else:
+            # one copy (~1 % of a training step at [64, 128, 700]) so that every layout hands
+            # the pool the same contiguous tokens
+            tokens = x.transpose(1, 2).contiguous()
         if mask is not None:
             tokens = tokens * mask[..., None].to(tokens.dtype)
         return tokens, mask
