@@ -47,8 +47,9 @@ def resnet_layout(layout: str = "auto", device: torch.device | str = "cpu") -> s
     "auto" reads the environment variable KAIRO_RESNET_LAYOUT if set, else picks by CPU:
     channels-last where PyTorch runs AVX-512 kernels, [B, C, T] elsewhere. Measured with
     benchmarks/resnet_layout.py (training step, [64, 1, 700]): channels-last was 15–20 % faster
-    on an AVX-512 EPYC (2026-11-30) and ~14 % slower on an AVX2-only EPYC (2026-12-02), where
-    [B, C, T] runs at tsai's speed. Off the CPU "auto" keeps channels-last (not measured). The
+    on an AVX-512 EPYC (2026-11-30) and 16 % slower on an AVX2-only EPYC (2026-12-02), where
+    [B, C, T] trains as fast as tsai's ResNet at equal kernels (docs/benchmarks.md). Off the
+    CPU "auto" keeps channels-last (not measured). The
     two layouts compute the same function up to float rounding; the choice is deterministic
     per machine, so seeded runs repeat on it.
     """
