@@ -1,0 +1,94 @@
+"""Pool several `kairo tsc compare-pooling` runs (e.g. one per dataset or per encoder, run on
+different days) into one comparison: their runs.csv tables are joined, checked for overlap,
+and summarized and tested with compare-pooling's own functions (mean ± sd per head, each head
+against mean pooling paired by (dataset, seed), Wilcoxon signed-rank), as if one run had
+trained them all.
+
+Usage::
+
+    python benchmarks/pooling_combine.py RUN_DIR [RUN_DIR ...] --out OUT_DIR
+
+Writes OUT_DIR/runs.csv, summary.csv, tests.csv, pooling.png and sources.json (the folders and
+each one's config.yaml, so differing settings stay visible).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+NEED = {"dataset", "encoder", "pool", "seed", "test_accuracy", "val_accuracy", "test_macro_f1",
+        "seconds", "n_params"}
+KEY = ["dataset", "encoder", "pool", "seed"]
+
+
+def read_runs(dirs) -> pd.DataFrame:
+    """The runs.csv of every folder, joined; ValueError naming the folder when one is missing
+    or malformed, or when two folders hold the same (dataset, encoder, pool, seed)."""
+    parts = []
+    for d in map(Path, dirs):
+        path = d / "runs.csv"
+        try:
+            df = pd.read_csv(path)
+        except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+            raise ValueError(f"{path}: cannot read a compare-pooling runs table ({exc})") from None
+        if not NEED <= set(df.columns):
+            raise ValueError(f"{path}: expected a runs.csv of kairo tsc compare-pooling with "
+                             f"columns {sorted(NEED)}; it has {sorted(df.columns)}")
+        parts.append(df.assign(source=str(d)))
+    df = pd.concat(parts, ignore_index=True)
+    dup = df[df.duplicated(KEY, keep=False)]
+    if len(dup):
+        first = dup.iloc[0]
+        raise ValueError(f"runs of {dict(first[KEY])} appear in "
+                         f"{sorted(set(dup[(dup[KEY] == first[KEY]).all(axis=1)].source))}: "
+                         f"each (dataset, encoder, pool, seed) may come from one folder only")
+    return df
+
+
+def main(argv=None) -> int:
+    from kairo.attention._compare import comparison_figure, pooling_tests, summarize
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("dirs", nargs="+", type=Path, help="compare-pooling result folders")
+    parser.add_argument("--out", type=Path, required=True, help="folder to write (new)")
+    args = parser.parse_args(argv)
+    if args.out.exists():
+        parser.error(f"--out {args.out} exists; choose a new folder")
+    try:
+        df = read_runs(args.dirs)
+    except ValueError as exc:
+        parser.error(str(exc))
+    summary, tests = summarize(df.drop(columns="source")), pooling_tests(df)
+    sources = {}
+    for d in args.dirs:
+        cfg = d / "config.yaml"
+        sources[str(d)] = cfg.read_text() if cfg.is_file() else None
+    # written into a temporary sibling and renamed: no half-written result folder
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=args.out.parent, prefix=f".{args.out.name}."))
+    try:
+        df.to_csv(tmp / "runs.csv", index=False)
+        summary.to_csv(tmp / "summary.csv", index=False)
+        tests.to_csv(tmp / "tests.csv", index=False)
+        comparison_figure(summary).savefig(tmp / "pooling.png", dpi=120)
+        (tmp / "sources.json").write_text(json.dumps(sources, indent=1))
+        tmp.rename(args.out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    print(f"{len(df)} runs from {len(args.dirs)} folders; wrote {args.out}")
+    for r in tests.itertuples():
+        print(f"  {r.encoder:11s} {r.pool:9s} Δ {r.mean_diff:+.3f}  "
+              f"{r.wins}/{r.ties}/{r.losses}  p {r.wilcoxon_p:.3g}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
