@@ -1,6 +1,7 @@
 """The command line end to end: results folders, configs, provenance, re-runs."""
 
 import json
+import sys
 
 import yaml
 
@@ -131,3 +132,18 @@ def test_sigterm_unwinds_the_results_folder(tmp_path, capsys, monkeypatch):
     assert "terminated (SIGTERM)" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []                    # neither run/ nor .run.xxxx
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+def test_tsc_run_records_carry_torch_kernels_and_resnet_layout_without_importing_torch():
+    # compare-pooling and benchmark train in worker processes; the parent, which writes
+    # run.json, never imported torch, yet the record must say which kernels and layout ran
+    import subprocess
+
+    code = ("import sys, kairo.attention; from kairo._runs import environment; "
+            "assert 'torch' not in sys.modules; e = environment(); "
+            "print(e['torch_cpu_capability'], e['resnet_auto_layout'])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    from kairo.attention._encoders import _cpu_capability, resnet_layout
+
+    assert out == [_cpu_capability(), resnet_layout("auto")]

@@ -74,6 +74,10 @@ def environment() -> dict:
            "machine": platform.machine(), "cpu": cpu_model(), "cpu_count": os.cpu_count(),
            "loadavg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
            "packages": versions}
+    if "kairo.attention" in sys.modules:
+        # a tsc command: its models ran in this process or in its workers, so the record needs
+        # torch's kernels and the ResNet's layout even where this process imported neither
+        import kairo.attention._encoders  # noqa: F401
     torch = sys.modules.get("torch")          # only when the run used it (importing is slow)
     if torch is not None:
         env["torch_cpu_capability"] = torch.backends.cpu.get_cpu_capability()
