@@ -71,9 +71,8 @@ class PlainResNet(nn.Module):
 
 def main(argv=None) -> int:
     from attention_speed import FULL, SEED, time_models
-    from kairo._runs import cpu_model, environment
+    from kairo._runs import environment
     from kairo.attention import ModelConfig, build_classifier
-    from kairo.attention import resnet_layout
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=5, help="timed repeats per model")
@@ -108,12 +107,13 @@ def main(argv=None) -> int:
     if max(diff.values()) > 1e-4:
         print(f"kairo's layouts and the [B, C, T] copy differ: max |Δ| {diff}", file=sys.stderr)
         return 1
+    env = environment()          # imported torch and the encoders: both fields are there
     res = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
            "command": "python benchmarks/resnet_layout.py " + " ".join(argv or sys.argv[1:]),
-           "machine": {**environment(), "cpu_model": cpu_model(),
-                       "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+           "machine": {**env, "cpu_model": env["cpu"],
+                       "cpu_capability": env["torch_cpu_capability"],
                        "torch_num_threads": torch.get_num_threads()},
-           "auto_layout": resnet_layout("auto"),
+           "auto_layout": env["resnet_auto_layout"],
            "setup": "kairo ResNet (default config, 3 blocks, kernels 8-5-3) with layout "
                     "channels_last and bct, and a plain [B, C, T] copy with its weights; "
                     "attention_speed.py's timer (x [64, 1, 700], train and inference steps, "
