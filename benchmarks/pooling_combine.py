@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -53,6 +51,7 @@ def read_runs(dirs) -> pd.DataFrame:
 
 
 def main(argv=None) -> int:
+    from kairo._runs import atomic_folder
     from kairo.attention._compare import comparison_figure, pooling_tests, summarize
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -71,18 +70,12 @@ def main(argv=None) -> int:
         cfg = d / "config.yaml"
         sources[str(d)] = cfg.read_text() if cfg.is_file() else None
     # written into a temporary sibling and renamed: no half-written result folder
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=args.out.parent, prefix=f".{args.out.name}."))
-    try:
+    with atomic_folder(args.out) as tmp:
         df.to_csv(tmp / "runs.csv", index=False)
         summary.to_csv(tmp / "summary.csv", index=False)
         tests.to_csv(tmp / "tests.csv", index=False)
         comparison_figure(summary).savefig(tmp / "pooling.png", dpi=120)
         (tmp / "sources.json").write_text(json.dumps(sources, indent=1))
-        tmp.rename(args.out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     print(f"{len(df)} runs from {len(args.dirs)} folders; wrote {args.out}")
     for r in tests.itertuples():
         print(f"  {r.encoder:11s} {r.pool:9s} Δ {r.mean_diff:+.3f}  "

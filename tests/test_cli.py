@@ -3,6 +3,7 @@
 import json
 import sys
 
+import pytest
 import yaml
 
 from kairo.cli import main
@@ -147,3 +148,45 @@ def test_tsc_run_records_carry_torch_kernels_and_resnet_layout_without_importing
     from kairo.attention._encoders import _cpu_capability, resnet_layout
 
     assert out == [_cpu_capability(), resnet_layout("auto")]
+
+
+def test_atomic_folder_publishes_whole_or_nothing(tmp_path):
+    from kairo._errors import KairoError
+    from kairo._runs import atomic_folder
+
+    out = tmp_path / "res"
+    with atomic_folder(out) as tmp:
+        (tmp / "a.txt").write_text("1")
+        assert not out.exists()                              # nothing visible while writing
+    assert (out / "a.txt").read_text() == "1"
+    with pytest.raises(KairoError, match="already exists.*--overwrite"):
+        with atomic_folder(out):
+            pass
+    with pytest.raises(RuntimeError):
+        with atomic_folder(out, overwrite=True) as tmp:
+            (tmp / "b.txt").write_text("2")
+            raise RuntimeError("failed half-way")
+    # the failed run left the old folder as it was and no temporary sibling
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["res"]
+    assert sorted(p.name for p in out.iterdir()) == ["a.txt"]
+    with atomic_folder(out, overwrite=True) as tmp:
+        (tmp / "b.txt").write_text("2")
+    assert sorted(p.name for p in out.iterdir()) == ["b.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["res"]
+
+
+def test_registered_environment_hooks_reach_run_records(tmp_path, monkeypatch):
+    import dataclasses
+
+    from kairo import _runs
+
+    @dataclasses.dataclass
+    class Cfg:
+        seed: int = 0
+
+    monkeypatch.setitem(_runs._ENV_HOOKS, "test", lambda: {"test_field": 7})
+    assert _runs.environment()["test_field"] == 7
+    with _runs.ResultsDir(tmp_path / "run", command="test", config=Cfg()) as rd:
+        rd.write_text("x.txt", "x")
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run["environment"]["test_field"] == 7

@@ -3,6 +3,7 @@ tables and figures into one folder, created atomically (a failed run leaves noth
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import importlib.metadata
 import json
@@ -19,8 +20,8 @@ import yaml
 from kairo._config import config_to_dict
 from kairo._errors import KairoError
 
-__all__ = ["ResultsDir", "environment", "default_out", "atomic_write",
-           "atomic_write_text", "cpu_model", "cpu_flags"]
+__all__ = ["ResultsDir", "environment", "register_environment", "default_out", "atomic_write",
+           "atomic_write_text", "atomic_folder", "cpu_model", "cpu_flags"]
 
 _PACKAGES = ("kairo", "numpy", "scipy", "pandas", "scikit-learn", "torch", "matplotlib",
              "reservoirpy", "flygym", "mujoco")
@@ -61,9 +62,21 @@ def cpu_model() -> str:
     return f"{name}{fam}" + (f" ({', '.join(simd)})" if simd else "")
 
 
+_ENV_HOOKS: dict[str, object] = {}
+
+
+def register_environment(name: str, hook) -> None:
+    """Have every run record made in this process carry ``hook()`` (a dict) in its environment.
+
+    A family registers one when it is imported, for what shapes its results beyond the package
+    versions (e.g. the attention models: torch's CPU kernels and the ResNet's layout, which fix
+    the float order of a seeded run even when only worker processes ran the models)."""
+    _ENV_HOOKS[name] = hook
+
+
 def environment() -> dict:
-    """Versions of Python, kairo and the libraries that shape results, the CPU, and machine
-    load."""
+    """Versions of Python, kairo and the libraries that shape results, the CPU, machine load,
+    and what the imported families registered (:func:`register_environment`)."""
     versions = {}
     for p in _PACKAGES:
         try:
@@ -74,19 +87,11 @@ def environment() -> dict:
            "machine": platform.machine(), "cpu": cpu_model(), "cpu_count": os.cpu_count(),
            "loadavg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
            "packages": versions}
-    if "kairo.attention" in sys.modules:
-        # a tsc command: its models ran in this process or in its workers, so the record needs
-        # torch's kernels and the ResNet's layout even where this process imported neither
-        import kairo.attention._encoders  # noqa: F401
+    for hook in list(_ENV_HOOKS.values()):
+        env.update(hook())
     torch = sys.modules.get("torch")          # only when the run used it (importing is slow)
     if torch is not None:
         env["torch_cpu_capability"] = torch.backends.cpu.get_cpu_capability()
-    enc = sys.modules.get("kairo.attention._encoders")
-    if enc is not None:        # the ResNet's float order, hence its seeded results, follow it
-        try:
-            env["resnet_auto_layout"] = enc.resnet_layout("auto")
-        except Exception as e:           # a bad KAIRO_RESNET_LAYOUT fails the run elsewhere
-            env["resnet_auto_layout"] = f"invalid: {e}"
     return env
 
 
@@ -113,6 +118,31 @@ def atomic_write(path, write) -> Path:
 def atomic_write_text(path, text: str) -> Path:
     """``atomic_write`` of a text file."""
     return atomic_write(path, lambda tmp: Path(tmp).write_text(text))
+
+
+@contextlib.contextmanager
+def atomic_folder(out, *, overwrite: bool = False):
+    """Yield a hidden temporary sibling of the folder ``out`` to write into; on success it is
+    renamed to ``out`` (replacing an old folder only with ``overwrite``), on error deleted, so
+    readers never see a half-written folder."""
+    out = Path(out)
+    if out.exists() and not overwrite:
+        raise KairoError(f"output folder {out} already exists; choose another --out "
+                         f"or pass --overwrite")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
+    try:
+        yield tmp
+        if out.exists():
+            old = out.with_name(f".{out.name}.old-{os.getpid()}")
+            os.replace(out, old)
+            os.replace(tmp, out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
 
 
 def _jsonable(o):
@@ -150,27 +180,19 @@ class ResultsDir:
                              f"or pass --overwrite")
 
     def __enter__(self) -> ResultsDir:
-        self.out.parent.mkdir(parents=True, exist_ok=True)
-        self.path = Path(tempfile.mkdtemp(dir=self.out.parent, prefix=f".{self.out.name}."))
+        self._folder = atomic_folder(self.out, overwrite=self.overwrite)
+        self.path = self._folder.__enter__()
         self.started = _dt.datetime.now(_dt.timezone.utc)
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type is not None:
-            shutil.rmtree(self.path, ignore_errors=True)
-            return
-        try:
-            self._write_manifest()
-            if self.out.exists():
-                old = self.out.with_name(f".{self.out.name}.old-{os.getpid()}")
-                os.replace(self.out, old)
-                os.replace(self.path, self.out)
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                os.replace(self.path, self.out)
-        except BaseException:
-            shutil.rmtree(self.path, ignore_errors=True)
-            raise
+        if exc_type is None:
+            try:
+                self._write_manifest()
+            except BaseException as e:
+                self._folder.__exit__(type(e), e, e.__traceback__)
+                raise
+        self._folder.__exit__(exc_type, exc, tb)
 
     # ---------------------------------------------------------------- writers
     def record_data(self, label: str, path, sha256: str) -> None:

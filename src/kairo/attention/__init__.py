@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import importlib
 
+from kairo._runs import register_environment
+
 _EXPORTS = {
     "_encodings": ("sinusoidal_table", "offset_rotation", "SinusoidalEncoding", "LearnedEncoding",
                    "RotaryEmbedding", "make_positional", "encoding_figure"),
@@ -26,6 +28,24 @@ _EXPORTS = {
 }
 _WHERE = {name: mod for mod, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_WHERE)
+
+
+def _environment() -> dict:
+    """For run records: torch's CPU kernels and the ResNet's auto layout, which set the float
+    order (hence the exact digits) of a seeded run, also when only the workers ran the models."""
+    import torch
+
+    from kairo.attention._encoders import resnet_layout
+
+    env = {"torch_cpu_capability": torch.backends.cpu.get_cpu_capability()}
+    try:
+        env["resnet_auto_layout"] = resnet_layout("auto")
+    except Exception as e:           # a bad KAIRO_RESNET_LAYOUT fails the run elsewhere
+        env["resnet_auto_layout"] = f"invalid: {e}"
+    return env
+
+
+register_environment("attention", _environment)
 
 
 def __getattr__(name: str):
