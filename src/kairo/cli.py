@@ -124,7 +124,11 @@ _TSC_HELP = {
                    "of the published ResNet runs) or auto (glorot for resnet, torch for "
                    "transformer)",
     "model": "a model.pt written by kairo tsc train",
-    "input": "series to classify: .ts, .csv or .npz/.npy",
+    "input": "series to classify: .ts, .csv (one series per row, no label column unless "
+             "--labelled) or .npz (array x)/.npy",
+    "labelled": "the input carries labels as a training file does (.csv: first column; .ts: "
+                "class labels; .npz: array y): they are checked, written next to the "
+                "predictions and scored",
     "seeds": "training seeds per configuration",
     "first_seed": "the first training seed (seeds run first_seed, first_seed+1, …)",
     "reuse": "runs.csv of an earlier compare-pooling/benchmark run, or with --select cv the "

@@ -249,6 +249,23 @@ def test_load_csv_with_header_and_label_by_name(tmp_path):
         load_csv(p, label_column="kind")
 
 
+def test_load_csv_without_label_column_reads_every_cell(tmp_path):
+    p = tmp_path / "bare.csv"
+    p.write_text("t0,t1,t2\n1,2,3\n4,5,6\n")                     # header guessed and skipped
+    d = load_csv(p, label_column=None)
+    np.testing.assert_array_equal(d.x[:, 0], [[1, 2, 3], [4, 5, 6]])
+    assert d.y.tolist() == [0, 0]
+    p.write_text("1,2,3\n4,5\n")
+    np.testing.assert_array_equal(load_csv(p, label_column=None, pad=True).lengths, [3, 2])
+    p.write_text("1,2,3\n,,\n" + "4,5,6\n")                         # blank rows are skipped
+    assert load_csv(p, label_column=None).x.shape == (2, 1, 3)
+    p.write_text("a\nb\n")
+    with pytest.raises(DataError, match="row 1 holds no values"):      # only a label column
+        load_csv(p)
+    with pytest.raises(ConfigError, match="column index, a header name or None"):
+        load_csv(p, label_column=1.0)
+
+
 def test_load_csv_names_file_row_and_column_of_bad_cells(tmp_path):
     p = tmp_path / "bad.csv"
     p.write_text("1,0.5,0.6,0.7\n2,0.1,oops,0.3\n")

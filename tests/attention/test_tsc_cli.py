@@ -65,6 +65,58 @@ def test_predict_csv_matches_evaluate(trained, tmp_path):
     assert [str(v) for v in df.predicted] == [test.classes[i] for i in pred]
 
 
+def test_predict_reads_unlabelled_csv_and_ts_and_scores_labelled_files(trained, tmp_path,
+                                                                        capsys):
+    """The input formats a user brings: a CSV of bare series (no label column), an unlabelled
+    .ts file, and with --labelled a file in the training format, whose labels are written next
+    to the predictions and scored. All give the predictions of the npz path."""
+    from kairo.attention import load_classifier, load_dataset, predict
+
+    test = load_dataset("ItalyPowerDemand", "test")
+    x = test.x[:12, 0]                                                       # [12, 24]
+    model, _ = load_classifier(trained / "model.pt")
+    want = [test.classes[i] for i in predict(model, test.x[:12])[0]]
+    labels = [test.classes[i] for i in test.y[:12]]
+    np.savetxt(tmp_path / "bare.csv", x, delimiter=",")
+    with open(tmp_path / "lab.csv", "w") as f:
+        for lab, row in zip(labels, x):
+            f.write(",".join([lab, *map(repr, row.tolist())]) + "\n")
+    with open(tmp_path / "bare.ts", "w") as f:
+        f.write("@problemName bare\n@timeStamps false\n@univariate true\n"
+                "@classLabel false\n@data\n")
+        for row in x:
+            f.write(",".join(map(repr, row.tolist())) + "\n")
+    model_pt = str(trained / "model.pt")
+    for name in ("bare.csv", "bare.ts"):
+        out = tmp_path / f"{name}.pred.csv"
+        assert main(["tsc", "predict", "--model", model_pt, "--input", str(tmp_path / name),
+                     "--output", str(out)]) == 0
+        df = pd.read_csv(out, dtype={"predicted": str})
+        assert list(df.predicted) == want and "label" not in df
+        assert "warning" not in capsys.readouterr().err
+    out = tmp_path / "lab.pred.csv"
+    assert main(["tsc", "predict", "--model", model_pt, "--input", str(tmp_path / "lab.csv"),
+                 "--output", str(out), "--labelled", "true"]) == 0
+    df = pd.read_csv(out, dtype={"predicted": str, "label": str})
+    assert list(df.predicted) == want and list(df.label) == labels
+    acc = np.mean([a == b for a, b in zip(want, labels)])
+    assert f"accuracy {acc:.2%} on the 12 series" in capsys.readouterr().out
+    # the training format without --labelled: the label column is read as a value; the user
+    # is told why the length is off (this Transformer then refuses series longer than its
+    # max_len: no output file)
+    assert main(["tsc", "predict", "--model", model_pt, "--input", str(tmp_path / "lab.csv"),
+                 "--output", str(tmp_path / "oops.csv")]) != 0
+    err = capsys.readouterr().err
+    assert "25 steps, the model was trained on 24-step series" in err
+    assert "pass --labelled true" in err and "max_len 24" in err
+    assert not (tmp_path / "oops.csv").exists()
+    # --labelled on a file without labels: a clear error, no output file
+    assert main(["tsc", "predict", "--model", model_pt, "--input", str(tmp_path / "bare.ts"),
+                 "--output", str(tmp_path / "none.csv"), "--labelled", "true"]) != 0
+    assert "no class labels" in capsys.readouterr().err
+    assert not (tmp_path / "none.csv").exists()
+
+
 def test_multivariate_train_saves_channel_scaling_that_evaluate_reuses(tmp_path):
     """--znorm auto on BasicMotions (6 channels) scales per channel with the training
     statistics; model.pt keeps them, so evaluate and maps reproduce the run."""

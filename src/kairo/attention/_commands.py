@@ -8,6 +8,7 @@ results folder's ``config.yaml`` are the same name, and the two halves are hande
 from __future__ import annotations
 
 import dataclasses
+import sys
 from dataclasses import dataclass, field, make_dataclass
 from pathlib import Path
 
@@ -78,7 +79,8 @@ EvaluateConfig = _flat("EvaluateConfig", DataOptions, extra=[
     ("model", str, field(default="")), ("split", str, field(default="test"))])
 PredictConfig = make_dataclass("PredictConfig", [
     ("model", str, field(default="")), ("input", str, field(default="")),
-    ("output", str, field(default="")), ("pad", bool, field(default=False))], frozen=True)
+    ("output", str, field(default="")), ("pad", bool, field(default=False)),
+    ("labelled", bool, field(default=False))], frozen=True)
 
 
 def split_config(cfg) -> tuple[ModelConfig, TrainConfig]:
@@ -100,7 +102,9 @@ def load_data(cfg, split: str):
 
 def load_file(path, *, pad: bool = False, labelled: bool = True):
     """A user's file: ``.ts`` (aeon format), ``.csv`` (one series per row, label first) or
-    ``.npz`` (arrays ``x`` [N, C, T] or [N, T], ``y``, optional ``mask``)."""
+    ``.npz`` (arrays ``x`` [N, C, T] or [N, T], ``y``, optional ``mask``). ``labelled=False``
+    reads series to predict: a CSV row is all values (no label column), and labels in a
+    ``.ts`` or ``.npz`` file are ignored (every series gets class index 0)."""
     from kairo.attention import _data
 
     p = Path(path)
@@ -108,10 +112,9 @@ def load_file(path, *, pad: bool = False, labelled: bool = True):
         raise DataError(f"data file {p} does not exist")
     suffix = p.suffix.lower()
     if suffix == ".ts":
-        return _data.load_ts(p, pad=pad)
+        return _data.load_ts(p, pad=pad, labelled=labelled)
     if suffix == ".csv":
-        return _data.load_csv(p, pad=pad) if labelled else _data.load_csv(p, label_column=None,
-                                                                          pad=pad)
+        return _data.load_csv(p, label_column=0 if labelled else None, pad=pad)
     if suffix in (".npz", ".npy"):
         try:
             arrays = np.load(p, allow_pickle=False)
@@ -123,7 +126,7 @@ def load_file(path, *, pad: bool = False, labelled: bool = True):
             if "x" not in arrays:
                 raise DataError(f"data file {p}: expected an array named 'x' (and 'y' with "
                                 f"labels), found {', '.join(arrays.files) or 'nothing'}")
-            x, y = arrays["x"], arrays["y"] if "y" in arrays else None
+            x, y = arrays["x"], arrays["y"] if "y" in arrays and labelled else None
             mask = arrays["mask"] if "mask" in arrays else None
         if y is None:
             if labelled:
@@ -248,14 +251,34 @@ def run_predict(cfg) -> str:
     if not out.parent.is_dir():
         raise KairoError(f"output {out}: folder {out.parent} does not exist")
     model, meta = _train.load_classifier(cfg.model)
-    data = load_file(cfg.input, pad=cfg.pad, labelled=False)
-    pred, proba = _train.predict(model, data.x, data.mask)
+    data = load_file(cfg.input, pad=cfg.pad, labelled=cfg.labelled)
     m = meta.get("meta", meta)
-    classes = list(m.get("classes", range(proba.shape[1])))
+    notes = []
+    trained_steps = m.get("n_steps", m.get("max_len"))
+    if data.mask is None and trained_steps and data.n_steps != trained_steps:
+        # allowed (the pooling heads take any length), but an off-by-one is more often a
+        # label column read as a value than a real change of length
+        hint = (" (if the first CSV column holds labels, pass --labelled true)"
+                if not cfg.labelled and Path(cfg.input).suffix.lower() == ".csv" else "")
+        notes.append(f"these series have {data.n_steps} steps, the model was trained on "
+                     f"{trained_steps}-step series{hint}")
+        print(f"kairo: warning: {notes[-1]}", file=sys.stderr)
+    pred, proba = _train.predict(model, data.x, data.mask)
+    classes = [str(c) for c in m.get("classes", range(proba.shape[1]))]
     df = pd.DataFrame(proba, columns=[f"p_{c}" for c in classes])
     df.insert(0, "predicted", [classes[i] for i in pred])
+    if cfg.labelled:
+        df.insert(1, "label", [str(data.classes[i]) for i in data.y])
+        known = df.label.isin(classes)
+        if known.any():
+            notes.insert(0, f"accuracy {(df.predicted == df.label)[known].mean():.2%} on the "
+                            f"{int(known.sum())} series whose label is one of the model's "
+                            f"classes")
+        else:
+            notes.insert(0, "no label of the file is one of the model's classes "
+                            f"({', '.join(classes)})")
     atomic_write_text(out, df.to_csv(index_label="series"))
-    return f"wrote {out} ({len(df)} series)"
+    return f"wrote {out} ({len(df)} series)" + "".join(f"; {n}" for n in notes)
 
 
 # ---------------------------------------------------------------------------- figures

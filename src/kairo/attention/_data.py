@@ -301,8 +301,9 @@ def list_datasets() -> list[str]:
     return sorted(_shipped(), key=str.lower) + [MNIST1D]
 
 
-def _read_ts(path: Path) -> tuple[list | np.ndarray, np.ndarray]:
-    """aeon's reader (local file only); its errors become DataError naming the file."""
+def _read_ts(path: Path, labelled: bool = True) -> tuple[list | np.ndarray, np.ndarray | None]:
+    """aeon's reader (local file only); its errors become DataError naming the file. With
+    ``labelled=False`` the labels may be absent (then None)."""
     from aeon.datasets import load_from_ts_file
 
     if not Path(path).is_file():
@@ -313,6 +314,8 @@ def _read_ts(path: Path) -> tuple[list | np.ndarray, np.ndarray]:
         raise DataError(f"{path}: not a readable .ts file ({type(exc).__name__}: "
                         f"{str(exc)[:200]})") from None
     if not meta.get("classlabel") or y is None or len(y) == 0:
+        if not labelled:
+            return x, None
         raise DataError(f"{path}: has no class labels (@classLabel false or missing); kairo "
                         f"reads classification files only")
     return x, np.asarray(y).astype(str)
@@ -373,12 +376,16 @@ def load_dataset(name: str, split: str = "train", *, mnist1d_length: int = 40,
 
 
 # ---------------------------------------------------------------------------- user files
-def load_ts(path, *, pad: bool = False, classes=None) -> TSData:
-    """A classification ``.ts`` file (aeon's reader). Unequal lengths need ``pad=True``."""
+def load_ts(path, *, pad: bool = False, classes=None, labelled: bool = True) -> TSData:
+    """A classification ``.ts`` file (aeon's reader). Unequal lengths need ``pad=True``.
+    ``labelled=False`` (series to predict) ignores the labels, which may then be absent: every
+    series gets class index 0."""
     path = Path(path)
-    x, y = _read_ts(path)
+    x, y = _read_ts(path, labelled)
     if not isinstance(x, np.ndarray):
         x = _to_list(x)
+    if not labelled:
+        y = np.zeros(len(x), dtype=np.int64)
     return _build(x, y, None, pad=pad, classes=classes, name=path.stem, where=str(path))
 
 
@@ -388,9 +395,10 @@ def load_csv(path, label_column: int | str = 0, *, header: bool | None = None,
 
     Parameters
     ----------
-    label_column : int or str, default 0
+    label_column : int, str or None, default 0
         The column holding the label: a 0-based index (negative counts from the end) or a
-        header name.
+        header name. None: no label column (series to predict); every cell is a value and
+        every series gets class index 0.
     header : bool, optional
         Whether the first row names the columns; None guesses (a header is a first row whose
         value cells are all non-numeric).
@@ -398,8 +406,9 @@ def load_csv(path, label_column: int | str = 0, *, header: bool | None = None,
         Rows may end early (trailing empty cells or shorter rows); pad them with a mask.
     """
     path = Path(path)
-    if isinstance(label_column, bool) or not isinstance(label_column, (int, str)):
-        raise ConfigError(f"label_column must be a column index or a header name, got "
+    if label_column is not None and (isinstance(label_column, bool)
+                                     or not isinstance(label_column, (int, str))):
+        raise ConfigError(f"label_column must be a column index, a header name or None, got "
                           f"{label_column!r}")
     if not path.is_file():
         raise DataNotFoundError(f"{path} does not exist")
@@ -415,7 +424,8 @@ def load_csv(path, label_column: int | str = 0, *, header: bool | None = None,
     if isinstance(label_column, str) or header:
         has_header = True if header is None else header
     elif header is None:
-        cells = [c for j, c in enumerate(first) if j != label_column % max(1, len(first))]
+        skip = None if label_column is None else label_column % max(1, len(first))
+        cells = [c for j, c in enumerate(first) if j != skip]
         has_header = bool(cells) and not any(_is_number(c) for c in cells)
     else:
         has_header = False
@@ -431,12 +441,15 @@ def load_csv(path, label_column: int | str = 0, *, header: bool | None = None,
         raise DataError(f"{path}: a header but no data rows")
     labels, series, bad_rows, n_bad = [], [], [], 0
     for line, r in rows:
-        try:
-            lab = r[label_column]
-        except IndexError:
-            raise DataError(f"{path}: row {line} has {len(r)} columns, no label column "
-                            f"{label_column}") from None
-        col = label_column % len(r)
+        if label_column is None:
+            lab, col = "0", None
+        else:
+            try:
+                lab = r[label_column]
+            except IndexError:
+                raise DataError(f"{path}: row {line} has {len(r)} columns, no label column "
+                                f"{label_column}") from None
+            col = label_column % len(r)
         values = [(j + 1, c.strip()) for j, c in enumerate(r) if j != col]
         while values and values[-1][1] == "":          # a short row padded with empty cells
             values.pop()
@@ -450,6 +463,8 @@ def load_csv(path, label_column: int | str = 0, *, header: bool | None = None,
                     from None
         if not lab.strip():
             raise DataError(f"{path}: row {line} has an empty label (column {col + 1})")
+        if not len(out):
+            raise DataError(f"{path}: row {line} holds no values")
         if not np.isfinite(out).all():
             bad_rows.append(line)
             n_bad += int((~np.isfinite(out)).sum())
