@@ -91,10 +91,15 @@ def test_data_commands(capsys, data_dir):
     assert "mnist/t10k-labels-idx1-ubyte" in out
 
 
-def test_demo_quick(tmp_path):
+def test_demo_quick(tmp_path, capsys):
     out = tmp_path / "demo"
     assert main(["demo", "--quick", "--out", str(out)]) == 0
     report = (out / "report.md").read_text()
+    err = capsys.readouterr().err              # a line as each section starts and ends
+    for name in ("reservoir compare", "fly run", "logic train", "tsc train"):
+        assert f"demo: {name}" in err
+    assert err.count(" done in ") == 8
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo"]      # no temporary left
     for section in ("propagate", "narma10-row", "compare-memory-capacity", "sweep-alpha"):
         assert f"## {section}" in report
         assert (out / section / "config.yaml").is_file()

@@ -8,27 +8,30 @@ time-series classifier with attention pooling.
 from __future__ import annotations
 
 import dataclasses
-import os
-import shutil
-import tempfile
+import sys
 import time
 from pathlib import Path
 
 from kairo._errors import KairoError
-from kairo._runs import ResultsDir
+from kairo._runs import ResultsDir, atomic_folder
 from kairo.data import data_dir as resolve_data_dir
 
 __all__ = ["run_demo"]
 
 
-def run_demo(out, *, data_dir=None, quick: bool = False, overwrite: bool = False) -> Path:
-    """Run the demo and write ``out/report.md`` with figures. ``quick`` shrinks every run."""
+def run_demo(out, *, data_dir=None, quick: bool = False, overwrite: bool = False,
+             log=None) -> Path:
+    """Run the demo and write ``out/report.md`` with figures. ``quick`` shrinks every run.
+    ``log`` (default: print to stderr) gets a line as each section starts and ends."""
+    if log is None:
+        def log(msg):
+            print(msg, file=sys.stderr, flush=True)
     from kairo.connectome import load_connectome
     from kairo.reservoir import _experiments as ex
     from kairo.reservoir import _report as rp
 
     out = Path(out)
-    if out.exists() and not overwrite:
+    if out.exists() and not overwrite:            # before the minutes of work, not after
         raise KairoError(f"output folder {out} already exists; choose another --out or pass "
                          f"--overwrite")
     ddir = str(resolve_data_dir(data_dir))
@@ -56,28 +59,32 @@ def run_demo(out, *, data_dir=None, quick: bool = False, overwrite: bool = False
                                        readout_group=readout, **size),
          ex.sweep_experiment, rp.write_sweep),
     ]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
-    try:
+    started = time.perf_counter()
+
+    def section(name, fn):
+        log(f"demo: {name} …")
+        t0 = time.perf_counter()
+        result = fn()
+        log(f"demo: {name} done in {time.perf_counter() - t0:.0f} s "
+            f"({time.perf_counter() - started:.0f} s so far)")
+        return result
+
+    with atomic_folder(out, overwrite=overwrite) as tmp:
         sections = []
         for name, cmd, cfg, fn, writer in runs:
-            t0 = time.perf_counter()
-            with ResultsDir(tmp / name, command=f"reservoir {cmd}", config=cfg) as rd:
-                for label, info in ex.data_provenance(cfg).items():
-                    rd.record_data(label, info["path"], info["sha256"])
-                text = writer(rd, cfg, fn(cfg, raw))
-            figs = sorted(p.name for p in (tmp / name).glob("*.png"))
-            sections.append((name, cmd, cfg, text, figs, time.perf_counter() - t0))
-        fly = _fly_sections(tmp, ddir, quick)
-        logic = _logic_section(tmp, ddir, quick)
-        tsc = _tsc_section(tmp, quick)
+            def one(name=name, cmd=cmd, cfg=cfg, fn=fn, writer=writer):
+                t0 = time.perf_counter()
+                with ResultsDir(tmp / name, command=f"reservoir {cmd}", config=cfg) as rd:
+                    for label, info in ex.data_provenance(cfg).items():
+                        rd.record_data(label, info["path"], info["sha256"])
+                    text = writer(rd, cfg, fn(cfg, raw))
+                figs = sorted(p.name for p in (tmp / name).glob("*.png"))
+                return name, cmd, cfg, text, figs, time.perf_counter() - t0
+            sections.append(section(f"reservoir {cmd} ({name})", one))
+        fly = section("fly run", lambda: _fly_sections(tmp, ddir, quick))
+        logic = section("logic train/export/verify/fpga", lambda: _logic_section(tmp, ddir, quick))
+        tsc = section("tsc train/maps", lambda: _tsc_section(tmp, quick))
         (tmp / "report.md").write_text(_report(sections, raw, quick) + fly + logic + tsc)
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out
 
 
