@@ -120,6 +120,17 @@ def atomic_write_text(path, text: str) -> Path:
     return atomic_write(path, lambda tmp: Path(tmp).write_text(text))
 
 
+def _make_parent(out: Path) -> None:
+    """Create ``out``'s parent folders; a file in the way is named, not a raw OSError."""
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        blocker = next((a for a in [out.parent, *out.parent.parents]
+                        if a.exists() and not a.is_dir()), out.parent)
+        raise KairoError(f"cannot create the output folder {out}: {blocker} is a file, not a "
+                         f"folder") from None
+
+
 @contextlib.contextmanager
 def atomic_folder(out, *, overwrite: bool = False):
     """Yield a hidden temporary sibling of the folder ``out`` to write into; on success it is
@@ -129,7 +140,7 @@ def atomic_folder(out, *, overwrite: bool = False):
     if out.exists() and not overwrite:
         raise KairoError(f"output folder {out} already exists; choose another --out "
                          f"or pass --overwrite")
-    out.parent.mkdir(parents=True, exist_ok=True)
+    _make_parent(out)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
     try:
         yield tmp

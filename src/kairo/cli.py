@@ -126,6 +126,7 @@ _TSC_HELP = {
     "model": "a model.pt written by kairo tsc train",
     "input": "series to classify: .ts, .csv (one series per row, no label column unless "
              "--labelled) or .npz (array x)/.npy",
+    "overwrite": "replace an existing --output file",
     "labelled": "the input carries labels as a training file does (.csv: first column; .ts: "
                 "class labels; .npz: array y): they are checked, written next to the "
                 "predictions and scored",
@@ -327,6 +328,10 @@ def _run_tsc(cmd: str, args) -> int:
     cfg = _resolve(cls, args)
     out = Path(args.out) if args.out else default_out(f"tsc {cmd}")
     with ResultsDir(out, command=f"tsc {cmd}", config=cfg, overwrite=args.overwrite) as rd:
+        from kairo.data._store import sha256sum
+
+        for label, path in tc.data_files(cfg).items():        # the run record's checksums
+            rd.record_data(label, path, sha256sum(path))
         text = tc.run_train(cfg, rd, out) if cmd == "train" else run(cfg, rd)
     if cmd == "train":
         tc.checkpoint_path(out).unlink(missing_ok=True)

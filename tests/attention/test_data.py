@@ -174,8 +174,9 @@ def test_from_arrays_univariate_and_label_mapping():
 
 def test_from_arrays_unequal_lengths_need_pad():
     series = [np.arange(5.0), np.arange(3.0), np.arange(7.0)]
-    with pytest.raises(DataError, match=r"different lengths \(3 to 7 steps\); pass pad=True "
-                                        r"\(--pad"):
+    with pytest.raises(DataError, match=r"different lengths \(3 to 7 steps; shorter than 7: "
+                                        r"series 0, 1, counted from 0\); pass pad=True "
+                                        r"\(--pad true"):
         from_arrays(series, [0, 1, 0])
     d = from_arrays(series, [0, 1, 0], pad=True)
     assert d.x.shape == (3, 1, 7)

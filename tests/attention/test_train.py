@@ -206,6 +206,12 @@ def test_resume_after_a_kill_gives_the_uninterrupted_result(gunpoint, monkeypatc
     done = fit(TINY, cfg, tr, checkpoint=ckpt, **QUIET)
     assert done["resumed_from"] == 5 and done["history"] == full["history"]
     assert _same_weights(_weights(done["model"]), _weights(full["model"]))
+    # timing covers every process that trained the run (it was 0 s and NaN samples/s)
+    n_series = 5 * len(full["fit_index"])
+    for res in (again, done):
+        assert res["seconds"] > 0
+        assert res["samples_per_s"] * res["seconds"] == pytest.approx(n_series)
+    assert done["seconds"] == pytest.approx(again["seconds"], rel=0.5)
 
 
 def test_resume_refuses_another_run(gunpoint, tmp_path):

@@ -37,6 +37,14 @@ def test_train_writes_model_metrics_and_figures(trained):
         assert (trained / f).is_file(), f
     assert len(pd.read_csv(trained / "history.csv")) == 4
     assert not trained.with_name("train.checkpoint.pt").exists()
+    # the run record names the data files it read, with their checksums
+    import hashlib
+
+    data = json.loads((trained / "run.json").read_text())["data"]
+    assert sorted(data) == ["ItalyPowerDemand_test", "ItalyPowerDemand_train"]
+    for rec in data.values():
+        with open(rec["path"], "rb") as f:
+            assert rec["sha256"] == hashlib.sha256(f.read()).hexdigest()
 
 
 def test_evaluate_reproduces_the_training_run_metrics(trained, tmp_path):
@@ -429,3 +437,92 @@ def test_a_failed_job_stops_the_other_workers_at_once():
     while multiprocessing.active_children() and time.time() < deadline:
         time.sleep(0.1)
     assert multiprocessing.active_children() == []
+
+
+def _write_csv(path, data, rows=None, steps=None):
+    rows = range(len(data)) if rows is None else rows
+    with open(path, "w") as f:
+        for i in rows:
+            vals = data.x[i, 0] if steps is None else data.x[i, 0, :steps]
+            f.write(",".join([data.classes[data.y[i]], *map(repr, vals.tolist())]) + "\n")
+    return path
+
+
+def test_own_files_of_different_lengths_and_class_subsets(tmp_path, capsys):
+    """Your own train/test files: a test split longer than the training one is padded with
+    --pad (a Transformer is refused before training without it, the ResNet takes any
+    length); a test file holding a subset of the classes is scored against the model's
+    classes by train, evaluate and maps (it crashed, or mislabelled the figure)."""
+    from kairo.attention import load_dataset
+
+    tr, te = load_dataset("ItalyPowerDemand", "train"), load_dataset("ItalyPowerDemand", "test")
+    short = _write_csv(tmp_path / "short.csv", tr, steps=20)
+    full = _write_csv(tmp_path / "full.csv", te, rows=range(60))
+    tiny = ["--epochs", "1", "--d-model", "16", "--n-heads", "2", "--layers", "1",
+            "--threads", "1"]
+    base = ["tsc", "train", "--train-file", str(short), "--test-file", str(full), *tiny]
+    out = tmp_path / "tf"
+    assert main([*base, "--encoder", "transformer", "--out", str(out)]) != 0
+    err = capsys.readouterr().err
+    assert "test series have 24 steps, the training series 20" in err and "--pad true" in err
+    assert not out.exists() and not tmp_path.joinpath("tf.checkpoint.pt").exists()
+    assert main([*base, "--encoder", "transformer", "--pad", "true", "--out", str(out)]) == 0
+    assert main([*base, "--encoder", "resnet", "--out", str(tmp_path / "rn")]) == 0
+    # the ResNet also predicts on series longer than it was trained on
+    assert main(["tsc", "predict", "--model", str(tmp_path / "rn" / "model.pt"), "--input",
+                 str(full), "--labelled", "true", "--output", str(tmp_path / "p.csv")]) == 0
+    capsys.readouterr()
+    # a test file with one of the two classes
+    only = [i for i in range(len(te)) if te.classes[te.y[i]] == te.classes[1]][:30]
+    one = _write_csv(tmp_path / "one.csv", te, rows=only)
+    sub = tmp_path / "sub"
+    assert main(["tsc", "train", "--train-file", str(_write_csv(tmp_path / "tr.csv", tr)),
+                 "--test-file", str(one), "--encoder", "resnet", *tiny, "--out", str(sub)]) == 0
+    m = json.loads((sub / "metrics.json").read_text())
+    assert np.array(m["confusion"]).shape == (2, 2) and np.array(m["confusion"]).sum() == 30
+    assert pd.read_csv(sub / "confusion.csv")["true"].tolist() == [f"true {c}"
+                                                                   for c in tr.classes]
+    ev = tmp_path / "ev"
+    assert main(["tsc", "evaluate", "--model", str(sub / "model.pt"), "--test-file", str(one),
+                 "--out", str(ev)]) == 0
+    assert json.loads((ev / "metrics.json").read_text())["confusion"] == m["confusion"]
+    # --split would label the file as a split of a dataset: refused
+    assert main(["tsc", "evaluate", "--model", str(sub / "model.pt"), "--test-file", str(one),
+                 "--split", "train", "--out", str(tmp_path / "ev2")]) != 0
+    assert "leave --split at test" in capsys.readouterr().err
+    # maps names the predicted class among the model's classes, not the file's
+    mp = tmp_path / "maps"
+    assert main(["tsc", "maps", "--model", str(sub / "model.pt"), "--test-file", str(one),
+                 "--samples", "0,1,2,3,1", "--out", str(mp)]) == 0
+    assert sorted(p.name for p in mp.glob("*.png")) == [f"attention_{i}.png" for i in range(4)]
+
+
+def test_predict_and_output_folders_refuse_to_clobber(trained, tmp_path, capsys):
+    model = str(trained / "model.pt")
+    from kairo.attention import load_dataset
+
+    np.savetxt(tmp_path / "x.csv", load_dataset("ItalyPowerDemand", "test").x[:3, 0],
+               delimiter=",")
+    x = str(tmp_path / "x.csv")
+    before = (tmp_path / "x.csv").read_text()
+    (tmp_path / "old.csv").write_text("keep")
+    (tmp_path / "afile").write_text("a file")
+    for args, msg in [
+            (["--output", x, "--overwrite", "true"], "is the input file"),
+            (["--output", str(tmp_path / "old.csv")], "already exists"),
+            (["--output", str(tmp_path)], "is a folder")]:
+        assert main(["tsc", "predict", "--model", model, "--input", x, *args]) != 0
+        assert msg in capsys.readouterr().err
+    assert (tmp_path / "x.csv").read_text() == before
+    assert (tmp_path / "old.csv").read_text() == "keep"
+    assert main(["tsc", "predict", "--model", model, "--input", x, "--output",
+                 str(tmp_path / "old.csv"), "--overwrite", "true"]) == 0
+    assert (tmp_path / "old.csv").read_text().startswith("series,predicted")
+    assert main(["tsc", "encodings", "--out", str(tmp_path / "afile" / "enc")]) != 0
+    assert f"{tmp_path / 'afile'} is a file, not a folder" in capsys.readouterr().err
+    # tiny position counts: the offsets that fit are checked, none fails
+    for n in (2, 4):
+        assert main(["tsc", "encodings", "--positions", str(n), "--out",
+                     str(tmp_path / f"enc{n}")]) == 0
+    assert main(["tsc", "encodings", "--positions", "1", "--out", str(tmp_path / "e1")]) != 0
+    assert "--positions must be ≥ 2" in capsys.readouterr().err

@@ -80,7 +80,8 @@ EvaluateConfig = _flat("EvaluateConfig", DataOptions, extra=[
 PredictConfig = make_dataclass("PredictConfig", [
     ("model", str, field(default="")), ("input", str, field(default="")),
     ("output", str, field(default="")), ("pad", bool, field(default=False)),
-    ("labelled", bool, field(default=False))], frozen=True)
+    ("labelled", bool, field(default=False)), ("overwrite", bool, field(default=False))],
+    frozen=True)
 
 
 def split_config(cfg) -> tuple[ModelConfig, TrainConfig]:
@@ -132,8 +133,33 @@ def load_file(path, *, pad: bool = False, labelled: bool = True):
             if labelled:
                 raise DataError(f"data file {p}: needs labels in an array named 'y'")
             y = np.zeros(len(x), dtype=np.int64)
-        return _data.from_arrays(x, y, mask, pad=pad, name=p.stem)
+        return _data.from_arrays(x, y, mask, pad=pad, name=p.stem, where=str(p))
     raise DataError(f"data file {p}: unknown extension {suffix!r}; use .ts, .csv, .npz or .npy")
+
+
+def data_files(cfg) -> dict[str, Path]:
+    """The files a tsc command reads, by label, for the run record's checksums: the user's
+    files or the shipped sets' ``.ts`` files (MNIST-1D is generated from the recorded seed,
+    so it has none), and the model a command loads."""
+    from kairo.attention import _data
+
+    files: dict[str, Path] = {}
+    for key in ("train_file", "test_file", "model"):
+        if getattr(cfg, key, ""):
+            files[key] = Path(getattr(cfg, key))
+    names = list(getattr(cfg, "datasets", ()) or ())
+    if getattr(cfg, "dataset", "") and not getattr(cfg, "train_file", ""):
+        split_only = getattr(cfg, "split", None) if getattr(cfg, "model", "") else None
+        names = [(cfg.dataset, split_only)]
+    else:
+        names = [(n, None) for n in names]
+    shipped = _data._shipped()
+    for name, split in names:
+        canon = _data.canonical_name(name)
+        if canon in shipped:
+            for s in ("train", "test") if split is None else (split,):
+                files[f"{canon}_{s}"] = shipped[canon] / f"{canon}_{s.upper()}.ts"
+    return {k: v for k, v in files.items() if v.is_file()}
 
 
 # ---------------------------------------------------------------------------- train & evaluate
@@ -143,7 +169,7 @@ def run_train(cfg, rd, out: Path, log=print) -> str:
     from kairo.attention import _train
 
     model_cfg, train_cfg = split_config(cfg)
-    train, test = load_data(cfg, "train"), load_data(cfg, "test")
+    train, test = _one_length(load_data(cfg, "train"), load_data(cfg, "test"), cfg)
     _check_pair(train, test)
     ckpt = checkpoint_path(out)         # a killed run resumes from here
     res = _train.fit(model_cfg, train_cfg, train, checkpoint=ckpt, log=log)
@@ -154,8 +180,8 @@ def run_train(cfg, rd, out: Path, log=print) -> str:
             "n_steps": train.n_steps, "best_epoch": res["best_epoch"]}
     _train.save_classifier(rd.path / "model.pt", model, model_cfg, meta)
     rd.files.append("model.pt")
-    report = _train.evaluate(model, test)
-    _write_report(rd, report, test.classes, "test")
+    report = _train.evaluate(model, test)          # test labels matched to train's by name
+    _write_report(rd, report, train.classes, "test")
     import pandas as pd
 
     hist = pd.DataFrame(res["history"])
@@ -170,11 +196,31 @@ def run_train(cfg, rd, out: Path, log=print) -> str:
     return (f"{summary['dataset']}: {model_cfg.encoder} + {model_cfg.pool} pooling — test "
             f"accuracy {report['accuracy']:.2%}, macro F1 {report['f1_macro']:.3f} "
             f"({len(test)} series; best epoch {res['best_epoch']}, "
-            f"{res['seconds']:.1f} s, {res['samples_per_s']:.0f} samples/s)")
+            f"{res['seconds']:.1f} s"
+            + (f", {res['samples_per_s']:.0f} samples/s)" if res["samples_per_s"] else ")"))
 
 
 def checkpoint_path(out: Path) -> Path:
     return Path(out).with_name(Path(out).name + ".checkpoint.pt")
+
+
+def _one_length(train, test, cfg):
+    """Your own train and test files may differ in length (the shipped sets are padded to one
+    length when loaded). With --pad both are padded to the longer; without it the ResNet takes
+    any length, while a Transformer's positions end at the training length, which is refused
+    here rather than after training."""
+    from kairo.attention import _data
+
+    if train.n_steps == test.n_steps:
+        return train, test
+    if cfg.pad:
+        t = max(train.n_steps, test.n_steps)
+        return _data.pad_to(train, t), _data.pad_to(test, t)
+    if cfg.encoder == "transformer" and test.n_steps > train.n_steps:
+        raise DataError(f"the test series have {test.n_steps} steps, the training series "
+                        f"{train.n_steps}: a Transformer's positions end at the training "
+                        f"length; pass --pad true to pad both splits to {test.n_steps} steps")
+    return train, test
 
 
 def _check_pair(train, test) -> None:
@@ -218,22 +264,39 @@ def _curves_figure(hist):
     return fig
 
 
+def _scored_data(cfg):
+    """The series ``evaluate`` / ``maps`` score: ``--test-file`` if given, else the
+    ``--split`` of the dataset (a split of a file would be mislabelled, so it is refused)."""
+    if cfg.split not in ("train", "test"):
+        raise ConfigError(f"split must be 'train' or 'test', got {cfg.split!r}")
+    if cfg.test_file:
+        if cfg.split != "test":
+            raise ConfigError(f"--split {cfg.split} picks a split of --dataset; with "
+                              f"--test-file that file is scored: leave --split at test")
+        return load_file(cfg.test_file, pad=cfg.pad)
+    return load_data(cfg, cfg.split)
+
+
+def _model_classes(meta: dict, data) -> list[str]:
+    """The trained model's class names; the data may hold a subset of them, no others."""
+    names = [str(c) for c in meta.get("meta", meta).get("classes", data.classes)]
+    extra = sorted(set(map(str, data.classes)) - set(names))
+    if extra:
+        raise DataError(f"the data has classes {extra} the model was not trained on (model "
+                        f"classes: {names})")
+    return names
+
+
 def run_evaluate(cfg, rd) -> str:
     from kairo.attention import _train
 
     if not cfg.model:
         raise ConfigError("--model is required (a model.pt written by kairo tsc train)")
-    if cfg.split not in ("train", "test"):
-        raise ConfigError(f"split must be 'train' or 'test', got {cfg.split!r}")
     model, meta = _train.load_classifier(cfg.model)
-    data = load_data(cfg, cfg.split) if not cfg.test_file else load_file(cfg.test_file,
-                                                                           pad=cfg.pad)
-    saved = tuple(meta.get("meta", meta).get("classes", data.classes))
-    if tuple(data.classes) != saved:
-        raise DataError(f"{cfg.model} was trained on classes {list(saved)}, the data has "
-                        f"{list(data.classes)}")
-    report = _train.evaluate(model, data)
-    _write_report(rd, report, data.classes, cfg.split)
+    data = _scored_data(cfg)
+    names = _model_classes(meta, data)
+    report = _train.evaluate(model, data)          # matches labels to the model's by name
+    _write_report(rd, report, names, cfg.split)
     return (f"{cfg.split} accuracy {report['accuracy']:.2%}, macro F1 {report['f1_macro']:.3f} "
             f"on {len(data)} series")
 
@@ -250,6 +313,13 @@ def run_predict(cfg) -> str:
     out = Path(cfg.output)
     if not out.parent.is_dir():
         raise KairoError(f"output {out}: folder {out.parent} does not exist")
+    if out.is_dir():
+        raise KairoError(f"output {out} is a folder; --output names the CSV file to write")
+    if out.exists() and out.resolve() == Path(cfg.input).resolve():
+        raise KairoError(f"output {out} is the input file; write the predictions elsewhere")
+    if out.exists() and not cfg.overwrite:
+        raise KairoError(f"output {out} already exists; choose another --output or pass "
+                         f"--overwrite true")
     model, meta = _train.load_classifier(cfg.model)
     data = load_file(cfg.input, pad=cfg.pad, labelled=cfg.labelled)
     m = meta.get("meta", meta)
@@ -302,9 +372,11 @@ def run_maps(cfg: MapsConfig, rd) -> str:
 
     if not cfg.model:
         raise ConfigError("--model is required (a model.pt written by kairo tsc train)")
+    if not cfg.samples:
+        raise ConfigError("--samples needs at least one series index, e.g. --samples 0,1")
     model, meta = _train.load_classifier(cfg.model)
-    data = load_data(cfg, cfg.split) if not cfg.test_file else load_file(cfg.test_file,
-                                                                           pad=cfg.pad)
+    data = _scored_data(cfg)
+    classes = _model_classes(meta, data)
     bad = [i for i in cfg.samples if not 0 <= i < len(data)]
     if bad:
         raise ConfigError(f"samples {bad} are out of range: the {cfg.split} split has "
@@ -321,9 +393,11 @@ def run_maps(cfg: MapsConfig, rd) -> str:
         pred = model(xt, mt).argmax(1).numpy()
     names = []
     for j, i in enumerate(cfg.samples):
+        if f"attention_{i}.png" in names:                   # --samples 0,0
+            continue
         fig = maps_figure(data.x[i], None if data.mask is None else data.mask[i], maps, j,
                           title=f"{data.name} {cfg.split} #{i}: true {data.classes[data.y[i]]}, "
-                                f"predicted {data.classes[pred[j]]}")
+                                f"predicted {classes[pred[j]]}")
         names.append(f"attention_{i}.png")
         rd.save_figure(fig, names[-1])
     return f"wrote {', '.join(names)}"
@@ -389,12 +463,17 @@ def run_encodings(cfg: EncodingsConfig, rd) -> str:
 
     rd.save_figure(encoding_figure(d=cfg.d, n_pos=cfg.positions, base=cfg.base),
                    "sinusoidal.png")
+    if cfg.positions < 2:
+        raise ConfigError(f"--positions must be ≥ 2 (the offset check needs two positions), "
+                          f"got {cfg.positions}")
     pe = sinusoidal_table(cfg.positions, cfg.d, cfg.base).double()
     err = 0.0
-    for phi in (1, 5, cfg.positions // 3):
+    # offsets that leave at least one pair of positions to compare
+    phis = sorted({p for p in (1, 5, cfg.positions // 3) if 1 <= p < cfg.positions})
+    for phi in phis:
         m = offset_rotation(phi, cfg.d, cfg.base).double()
         err = max(err, float((pe[phi:] - pe[:-phi] @ m.T).abs().max()))
     rd.write_json("encodings.json", {"d": cfg.d, "positions": cfg.positions, "base": cfg.base,
-                                     "max_offset_rotation_error": err})
+                                     "offsets": phis, "max_offset_rotation_error": err})
     return (f"wrote sinusoidal.png; pe(pos+φ) = M_φ·pe(pos) holds to {err:.1e} "
-            f"(φ = 1, 5, {cfg.positions // 3})")
+            f"(φ = {', '.join(map(str, phis))})")

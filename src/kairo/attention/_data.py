@@ -158,8 +158,10 @@ def _stack(series: list, where: str, pad: bool) -> tuple[np.ndarray, np.ndarray 
     if (lengths == t).all():
         return np.stack(series).astype(np.float32), None
     if not pad:
+        short = np.flatnonzero(lengths < t)
         raise DataError(f"{where}: series have different lengths ({lengths.min()} to {t} "
-                        f"steps); pass pad=True (--pad on the command line) to pad them at the "
+                        f"steps; shorter than {t}: series {_some(short)}, counted from 0); "
+                        f"pass pad=True (--pad true on the command line) to pad them at the "
                         f"end to {t} steps with a mask, or make them equal length yourself")
     x = np.zeros((len(series), chans.pop(), t), dtype=np.float32)
     for i, s in enumerate(series):
@@ -192,7 +194,7 @@ def _as_series(x, where: str) -> list | np.ndarray:
 
 
 def from_arrays(x, y, mask=None, *, pad: bool = False, classes=None,
-                name: str = "arrays") -> TSData:
+                name: str = "arrays", where: str | None = None) -> TSData:
     """Build a `TSData` from NumPy data.
 
     Parameters
@@ -208,8 +210,10 @@ def from_arrays(x, y, mask=None, *, pad: bool = False, classes=None,
         Pad a list of unequal-length series at the end and return a mask.
     classes : sequence of str, optional
         The class order (e.g. a training set's ``classes``); every label must be in it.
+    where : str, optional
+        What error messages call the data (e.g. the file it came from); default ``name``.
     """
-    return _build(x, y, mask, pad=pad, classes=classes, name=name, where=name)
+    return _build(x, y, mask, pad=pad, classes=classes, name=name, where=where or name)
 
 
 def _build(x, y, mask, *, pad: bool, classes, name: str, where: str) -> TSData:
@@ -366,13 +370,19 @@ def load_dataset(name: str, split: str = "train", *, mnist1d_length: int = 40,
         return from_arrays(x, y, classes=classes, name=canon)
     # unequal lengths: pad to the longest series of both splits so the shapes agree
     t_max = max(s.shape[-1] for p in parts.values() for s in p[0])
-    data = from_arrays(_to_list(x), y, pad=True, classes=classes, name=canon)
-    if data.n_steps < t_max:
-        grow = t_max - data.n_steps
-        xs = np.pad(data.x, ((0, 0), (0, 0), (0, grow)))
-        mask = data.lengths[:, None] > np.arange(t_max)[None, :]
-        data = TSData(xs, data.y, mask, data.classes, canon)
-    return data
+    return pad_to(from_arrays(_to_list(x), y, pad=True, classes=classes, name=canon), t_max)
+
+
+def pad_to(data: TSData, n_steps: int) -> TSData:
+    """``data`` padded at the end with masked zeros to ``n_steps`` (≥ its own); unchanged if
+    it has them already. Used to give two splits one length."""
+    if n_steps < data.n_steps:
+        raise DataError(f"pad_to: {data.name!r} has {data.n_steps} steps, more than {n_steps}")
+    if n_steps == data.n_steps:
+        return data
+    xs = np.pad(data.x, ((0, 0), (0, 0), (0, n_steps - data.n_steps)))
+    mask = data.lengths[:, None] > np.arange(n_steps)[None, :]
+    return TSData(xs, data.y, mask, data.classes, data.name)
 
 
 # ---------------------------------------------------------------------------- user files

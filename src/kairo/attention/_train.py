@@ -121,8 +121,13 @@ def _read(path: Path, fmt: str, what: str) -> dict:
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - torch raises many types for a bad file
+        # torch's own message suggests weights_only=False, i.e. running the file's code: kept out
+        msg = str(exc)
+        detail = ("it holds Python objects other than tensors and plain values, which kairo "
+                  "does not unpickle" if "Weights only load failed" in msg
+                  else f"{type(exc).__name__}: {msg.split('. ')[0][:200]}")
         raise DataError(f"{what} {path}: cannot be read safely — corrupt, truncated or not a "
-                        f"kairo file ({type(exc).__name__}: {str(exc)[:200]})") from None
+                        f"kairo file ({detail})") from None
     if not isinstance(state, dict) or state.get("format") != fmt:
         raise DataError(f"{what} {path}: not a {fmt} file")
     return state
@@ -252,7 +257,10 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, log, progress_
            "model_config": dataclasses.asdict(model_cfg),
            "arch": model.arch, "data": _fingerprint(data)}
     st = {"epoch": 0, "history": [], "best_loss": math.inf, "best_epoch": 0, "best_state": None,
-          "bad": 0, "finished": False, "stopped_early": False}
+          "bad": 0, "finished": False, "stopped_early": False,
+          # training time and series over every process that worked on this run, so a
+          # resumed run reports its whole training, not the few seconds after the resume
+          "train_seconds": 0.0, "n_trained": 0}
     resumed = None
     if ckpt is not None and ckpt.is_file():
         saved = _read(ckpt, _CKPT_FORMAT, "checkpoint")
@@ -260,7 +268,7 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, log, progress_
         model.load_state_dict(saved["model"])
         opt.load_state_dict(saved["optimizer"])
         sched.load_state_dict(saved["scheduler"])
-        st = {k: saved[k] for k in st}
+        st = {k: saved.get(k, st[k]) for k in st}      # checkpoints before the timing fields
         resumed = st["epoch"]
         log(f"resumed from {ckpt} at epoch {resumed}")
 
@@ -270,7 +278,7 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, log, progress_
                       "scheduler": sched.state_dict(), **st}, ckpt)
 
     t0 = time.perf_counter()
-    n_trained = 0
+    seconds_before = st["train_seconds"]
     start = st["epoch"]
     bar = progress(range(start, cfg.epochs), total=cfg.epochs - start, desc="train",
                    enabled=progress_bar)
@@ -282,7 +290,7 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, log, progress_
             np.random.default_rng(_epoch_seed(cfg.seed, epoch)).permutation(tr)).to(device)
         lr = opt.param_groups[0]["lr"]
         train_loss = _train_epoch(model, opt, sched, loss_fn, xt, yt, mt, order, cfg)
-        n_trained += len(tr)
+        st["n_trained"] += len(tr)
         val_loss, val_acc = _validate(model, xv, yv, mv) if len(va) else (None, None)
         st["history"].append({"epoch": epoch + 1, "train_loss": train_loss,
                               "val_loss": val_loss, "val_acc": val_acc, "lr": lr})
@@ -306,11 +314,13 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, log, progress_
         if hasattr(bar, "set_postfix"):
             bar.set_postfix(loss=f"{train_loss:.3f}", val_loss=f"{val_loss or 0:.3f}",
                             val_acc=f"{val_acc or 0:.3f}", refresh=False)
+        st["train_seconds"] = seconds_before + time.perf_counter() - t0
         if ckpt is not None and (st["finished"] or (epoch + 1) % cfg.checkpoint_every == 0):
             save()
     if hasattr(bar, "close"):
         bar.close()
-    secs = time.perf_counter() - t0
+    secs = st["train_seconds"] = seconds_before + time.perf_counter() - t0
+    n_trained = st["n_trained"]
     if st["best_state"] is not None:
         model.load_state_dict(st["best_state"])
     if cfg.bn_stats == "recompute":
@@ -322,12 +332,13 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, log, progress_
             "train_config": run["train_config"], "model_config": run["model_config"]}
     model.fit_meta = meta
     best = st["history"][st["best_epoch"] - 1] if st["best_epoch"] else {}
-    log(f"trained {st['epoch']} epochs in {secs:.1f} s; best epoch {st['best_epoch']}"
+    log(f"trained {st['epoch']} epoch{'s' * (st['epoch'] != 1)} in {secs:.1f} s; best epoch "
+        f"{st['best_epoch']}"
         + (f" (val loss {best['val_loss']:.4f}, val acc {best['val_acc']:.3f})"
            if best.get("val_loss") is not None else ""))
     return {"model": model, "history": st["history"], "best_epoch": st["best_epoch"],
             "stopped_early": st["stopped_early"], "resumed_from": resumed, "seconds": secs,
-            "samples_per_s": n_trained / secs if secs > 0 and n_trained else float("nan"),
+            "samples_per_s": n_trained / secs if secs > 0 and n_trained else None,
             "meta": meta, "fit_index": tr}
 
 
@@ -499,7 +510,8 @@ def scale_input(x: np.ndarray, mask: np.ndarray | None, meta: dict) -> np.ndarra
 def predict(model: nn.Module, x, mask=None, batch: int = 256) -> tuple[np.ndarray, np.ndarray]:
     """Class indices and probabilities for NumPy series.
 
-    ``x`` [n, C, T] (or [n, T] for one channel) with T ≤ the model's max_len; ``mask`` bool
+    ``x`` [n, C, T] (or [n, T] for one channel), T ≤ the encoder's ``max_len`` where it has one
+    (a Transformer's positions; the ResNet takes any length); ``mask`` bool
     [n, T] or None. Applies the input scaling the model was trained with
     (``model.fit_meta["znorm"]``, see `scale_input`). Returns (pred int64 [n], proba float32
     [n, K]).
@@ -513,10 +525,11 @@ def predict(model: nn.Module, x, mask=None, batch: int = 256) -> tuple[np.ndarra
     if x.ndim != 3 or x.shape[0] == 0 or x.shape[2] == 0:
         raise DataError(f"predict: x must be [n_series, n_channels, n_steps] (or [n_series, "
                         f"n_steps] for one channel), got shape {x.shape}")
-    c, t = getattr(model, "n_channels", x.shape[1]), getattr(model, "max_len", x.shape[2])
+    c = getattr(model, "n_channels", x.shape[1])
+    t = getattr(getattr(model, "encoder", None), "max_len", None)
     if x.shape[1] != c:
         raise DataError(f"predict: x has {x.shape[1]} channels, the model was trained on {c}")
-    if x.shape[2] > t:
+    if t is not None and x.shape[2] > t:
         raise DataError(f"predict: series have {x.shape[2]} steps, more than the model's "
                         f"max_len {t}; crop them or train on longer series")
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
