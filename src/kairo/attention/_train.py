@@ -411,7 +411,8 @@ def _check_resume(path: Path, saved: dict, now: dict) -> None:
             problems.append(f"{what} {diff}")
     if problems:
         raise DataError(f"checkpoint {path} belongs to another run (checkpoint vs now: "
-                        f"{'; '.join(problems)}); delete it or choose another checkpoint path")
+                        f"{'; '.join(problems)}); delete it to start afresh, or use another "
+                        f"checkpoint path (with kairo tsc train: another --out)")
 
 
 # ---------------------------------------------------------------------------- saved models
