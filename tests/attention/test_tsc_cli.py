@@ -526,3 +526,23 @@ def test_predict_and_output_folders_refuse_to_clobber(trained, tmp_path, capsys)
                      str(tmp_path / f"enc{n}")]) == 0
     assert main(["tsc", "encodings", "--positions", "1", "--out", str(tmp_path / "e1")]) != 0
     assert "--positions must be ≥ 2" in capsys.readouterr().err
+
+
+def test_run_records_name_the_files_each_command_reads(tmp_path):
+    from kairo.attention import _commands as tc
+    from kairo.attention import _compare as tm
+
+    for name in ("m.pt", "tr.csv", "te.csv"):
+        (tmp_path / name).write_text("x")
+    m, tr, te = (str(tmp_path / n) for n in ("m.pt", "tr.csv", "te.csv"))
+    cases = [
+        (tc.TscTrainConfig(dataset="GunPoint"), ["GunPoint_test", "GunPoint_train"]),
+        (tc.TscTrainConfig(train_file=tr, test_file=te), ["test_file", "train_file"]),
+        (tc.EvaluateConfig(model=m, test_file=te), ["model", "test_file"]),   # not GunPoint
+        (tc.EvaluateConfig(model=m, dataset="ArrowHead", split="train"),
+         ["ArrowHead_train", "model"]),
+        (tc.MapsConfig(model=m), ["GunPoint_test", "model"]),
+        (tm.CompareConfig(datasets=("GunPoint", "MNIST1D")), ["GunPoint_test", "GunPoint_train"]),
+    ]
+    for cfg, want in cases:
+        assert sorted(tc.data_files(cfg)) == want, cfg

@@ -139,26 +139,26 @@ def load_file(path, *, pad: bool = False, labelled: bool = True):
 
 def data_files(cfg) -> dict[str, Path]:
     """The files a tsc command reads, by label, for the run record's checksums: the user's
-    files or the shipped sets' ``.ts`` files (MNIST-1D is generated from the recorded seed,
-    so it has none), and the model a command loads."""
+    files, or else the shipped sets' ``.ts`` files (MNIST-1D is generated from the recorded
+    seed, so it has none), and the model or runs table a command loads."""
     from kairo.attention import _data
 
-    files: dict[str, Path] = {}
-    for key in ("train_file", "test_file", "model"):
-        if getattr(cfg, key, ""):
-            files[key] = Path(getattr(cfg, key))
-    names = list(getattr(cfg, "datasets", ()) or ())
-    if getattr(cfg, "dataset", "") and not getattr(cfg, "train_file", ""):
-        split_only = getattr(cfg, "split", None) if getattr(cfg, "model", "") else None
-        names = [(cfg.dataset, split_only)]
+    files = {key: Path(getattr(cfg, key)) for key in ("train_file", "test_file", "model", "reuse")
+             if getattr(cfg, key, "")}
+    if getattr(cfg, "train_file", "") or getattr(cfg, "test_file", ""):
+        sets = []                                        # the user's files replace --dataset
+    elif getattr(cfg, "datasets", ()):
+        sets = [(name, ("train", "test")) for name in cfg.datasets]
+    elif getattr(cfg, "dataset", ""):
+        # evaluate and maps (they load a model) read one split; train reads both
+        sets = [(cfg.dataset, (cfg.split,) if getattr(cfg, "model", "") else ("train", "test"))]
     else:
-        names = [(n, None) for n in names]
+        sets = []
     shipped = _data._shipped()
-    for name, split in names:
+    for name, splits in sets:
         canon = _data.canonical_name(name)
-        if canon in shipped:
-            for s in ("train", "test") if split is None else (split,):
-                files[f"{canon}_{s}"] = shipped[canon] / f"{canon}_{s.upper()}.ts"
+        for split in splits if canon in shipped else ():
+            files[f"{canon}_{split}"] = shipped[canon] / f"{canon}_{split.upper()}.ts"
     return {k: v for k, v in files.items() if v.is_file()}
 
 
