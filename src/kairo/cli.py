@@ -96,6 +96,37 @@ _HELP = {
 
 
 _TSC_HELP = {
+    # training (kairo.attention.TrainConfig)
+    "epochs": "training epochs (the most, with early stopping)",
+    "batch": "series per training batch",
+    "lr": "peak learning rate (AdamW)",
+    "weight_decay": "AdamW's decoupled weight decay",
+    "warmup": "fraction of all steps spent rising to --lr (cosine, onecycle)",
+    "plateau_patience": "plateau schedule: epochs without a lower loss before lr × factor",
+    "plateau_factor": "plateau schedule: the learning-rate multiplier",
+    "min_lr": "plateau schedule: the learning-rate floor",
+    "val_fraction": "stratified validation hold-out of the training split for early stopping; "
+                    "0 = none (then the weights of the lowest training loss are kept)",
+    "patience": "epochs without a lower validation loss before stopping; 0 = never stop early",
+    "seed": "seed of the weights, the hold-out and the batch order",
+    "label_smoothing": "label smoothing of the cross-entropy loss",
+    "max_grad_norm": "clip the gradient norm to this; 0 = no clipping",
+    "checkpoint_every": "epochs between checkpoints (<out>.checkpoint.pt; a rerun resumes)",
+    "threads": "torch CPU threads; 0 = torch's default",
+    "device": "cpu, cuda or auto (cuda when available)",
+    # the model (kairo.attention.ModelConfig)
+    "d_model": "width: Transformer token size; ResNet first-block channels (then 2×)",
+    "n_heads": "Transformer attention heads",
+    "dropout": "dropout on the Transformer's residual and MLP paths (never inside attention)",
+    "patch": "steps per token with --tokens patch",
+    "pool_heads": "heads of the mha pooling head",
+    "pool_queries": "learned queries per head of the mha pooling head",
+    # data and figures
+    "mnist1d_length": "length of the generated MNIST-1D series",
+    "split": "the dataset split to score: train or test",
+    "d": "encoding width (even)",
+    "positions": "positions drawn (≥ 2)",
+    "base": "the sinusoid base C in pos / C^(2i/d)",
     "dataset": "an aeon-shipped UCR/UEA set or MNIST1D (kairo tsc list)",
     "datasets": "comma-separated dataset names (kairo tsc list)",
     "train_file": "your training series: .ts, .csv (label first) or .npz (x, y, mask)",

@@ -546,3 +546,17 @@ def test_run_records_name_the_files_each_command_reads(tmp_path):
     ]
     for cfg, want in cases:
         assert sorted(tc.data_files(cfg)) == want, cfg
+
+
+def test_every_tsc_flag_has_help():
+    import dataclasses
+
+    from kairo import cli
+    from kairo.attention import _commands as tc
+    from kairo.attention import _compare as tm
+
+    for cls in (tc.TscTrainConfig, tc.EvaluateConfig, tc.PredictConfig, tc.MapsConfig,
+                tc.EncodingsConfig, tm.CompareConfig, tm.BenchmarkConfig):
+        bare = [f.name for f in dataclasses.fields(cls)
+                if not (cli._TSC_HELP.get(f.name) or cli._HELP.get(f.name))]
+        assert bare == [], f"{cls.__name__}: no --help text for {bare}"
