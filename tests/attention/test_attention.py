@@ -160,7 +160,7 @@ def test_bad_head_counts_and_inputs():
         MultiHeadAttention(30, 4)
     with pytest.raises(ConfigError, match="n_heads 8 is not divisible by n_kv_heads 3"):
         MultiHeadAttention(32, 8, 3)
-    with pytest.raises(ConfigError, match="n_kv_heads 0"):
+    with pytest.raises(ConfigError, match=r"n_kv_heads must be ≥ 1 \(None = n_heads, MHA\), got 0"):
         MultiHeadAttention(32, 8, 0)
     with pytest.raises(ConfigError, match="head_dim"):
         MultiHeadAttention(12, 4, rope=True)                       # odd head size 3

@@ -560,3 +560,14 @@ def test_every_tsc_flag_has_help():
         bare = [f.name for f in dataclasses.fields(cls)
                 if not (cli._TSC_HELP.get(f.name) or cli._HELP.get(f.name))]
         assert bare == [], f"{cls.__name__}: no --help text for {bare}"
+
+
+def test_one_class_and_npy_training_files_get_clear_errors(tmp_path, capsys):
+    (tmp_path / "one.csv").write_text("a,1,2,3\na,2,3,4\na,3,4,5\n")
+    np.save(tmp_path / "x.npy", np.zeros((3, 5)))
+    for train, msg in [("one.csv", "one.csv: the training series hold one class ('a')"),
+                       ("x.npy", "a .npy file holds one array (the series), so use an .npz")]:
+        assert main(["tsc", "train", "--train-file", str(tmp_path / train), "--test-file",
+                     str(tmp_path / train), "--epochs", "1", "--out", str(tmp_path / "r")]) != 0
+        assert msg in capsys.readouterr().err
+        assert not (tmp_path / "r").exists()

@@ -139,7 +139,9 @@ class MultiHeadAttention(nn.Module):
                               f"n_heads={n_heads}")
         if d_model % n_heads:
             raise ConfigError(f"d_model {d_model} is not divisible by n_heads {n_heads}")
-        if n_kv_heads < 1 or n_heads % n_kv_heads:
+        if n_kv_heads < 1:
+            raise ConfigError(f"n_kv_heads must be ≥ 1 (None = n_heads, MHA), got {n_kv_heads}")
+        if n_heads % n_kv_heads:
             raise ConfigError(f"n_heads {n_heads} is not divisible by n_kv_heads {n_kv_heads}; "
                               f"use a divisor of n_heads (1 = MQA, n_heads = MHA)")
         if not 0.0 <= dropout < 1.0:

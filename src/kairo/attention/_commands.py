@@ -131,7 +131,9 @@ def load_file(path, *, pad: bool = False, labelled: bool = True):
             mask = arrays["mask"] if "mask" in arrays else None
         if y is None:
             if labelled:
-                raise DataError(f"data file {p}: needs labels in an array named 'y'")
+                raise DataError(f"data file {p}: needs labels in an array named 'y'" + (
+                    "; a .npy file holds one array (the series), so use an .npz with x and y"
+                    if suffix == ".npy" else ""))
             y = np.zeros(len(x), dtype=np.int64)
         return _data.from_arrays(x, y, mask, pad=pad, name=p.stem, where=str(p))
     raise DataError(f"data file {p}: unknown extension {suffix!r}; use .ts, .csv, .npz or .npy")
@@ -170,6 +172,9 @@ def run_train(cfg, rd, out: Path, log=print) -> str:
 
     model_cfg, train_cfg = split_config(cfg)
     train, test = _one_length(load_data(cfg, "train"), load_data(cfg, "test"), cfg)
+    if train.n_classes < 2:
+        raise DataError(f"{cfg.train_file or cfg.dataset}: the training series hold one class "
+                        f"({train.classes[0]!r}); a classifier needs at least two")
     _check_pair(train, test)
     ckpt = checkpoint_path(out)         # a killed run resumes from here
     res = _train.fit(model_cfg, train_cfg, train, checkpoint=ckpt, log=log)

@@ -583,8 +583,9 @@ def stratified_split(y, fraction: float, seed: int = 0) -> tuple[np.ndarray, np.
     try:
         tr, va = train_test_split(idx, test_size=fraction, stratify=y, random_state=seed)
     except ValueError as exc:
-        counts = dict(zip(*np.unique(y, return_counts=True)))
+        counts = ", ".join(f"{k}: {int(n)}" for k, n in zip(*np.unique(y, return_counts=True)))
         raise DataError(f"cannot hold out a stratified validation set of {fraction:g} from "
-                        f"{len(y)} series with class counts {counts} ({exc}); use more data, "
-                        f"another fraction, or no validation set (val_fraction=0)") from None
+                        f"{len(y)} series with class counts {{{counts}}} ({exc}); use more "
+                        f"data, another fraction, or no validation set (val_fraction=0, "
+                        f"--val-fraction 0 on the command line)") from None
     return np.sort(tr), np.sort(va)
