@@ -195,3 +195,19 @@ def test_registered_environment_hooks_reach_run_records(tmp_path, monkeypatch):
         rd.write_text("x.txt", "x")
     run = json.loads((tmp_path / "run" / "run.json").read_text())
     assert run["environment"]["test_field"] == 7
+
+
+def test_results_get_the_usual_permissions(tmp_path):
+    import os
+    import stat
+
+    from kairo._runs import atomic_folder, atomic_write_text
+
+    old = os.umask(0o022)
+    try:
+        with atomic_folder(tmp_path / "res") as tmp:
+            atomic_write_text(tmp / "a.txt", "x")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "res").stat().st_mode) == 0o755     # not mkdtemp's 0700
+    assert stat.S_IMODE((tmp_path / "res" / "a.txt").stat().st_mode) == 0o644   # not 0600

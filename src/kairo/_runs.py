@@ -100,12 +100,19 @@ def default_out(command: str) -> Path:
     return Path("results") / f"{command.replace(' ', '-')}-{stamp}"
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write(path, write) -> Path:
     """Call ``write(tmp)`` on a temporary sibling of ``path``, then rename it over ``path``:
     readers never see a half-written file, and a failure leaves the old file (or none)."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
+    os.chmod(tmp, 0o666 & ~_umask())      # mkstemp's 0600 would make results private
     try:
         write(tmp)
         os.replace(tmp, path)
@@ -142,6 +149,7 @@ def atomic_folder(out, *, overwrite: bool = False):
                          f"or pass --overwrite")
     _make_parent(out)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
+    os.chmod(tmp, 0o777 & ~_umask())      # mkdtemp's 0700 would make results private
     try:
         yield tmp
         if out.exists():
