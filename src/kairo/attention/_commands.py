@@ -179,7 +179,7 @@ def run_train(cfg, rd, out: Path, log=print) -> str:
     ckpt = checkpoint_path(out)         # a killed run resumes from here
     res = _train.fit(model_cfg, train_cfg, train, checkpoint=ckpt, log=log)
     model = res["model"]
-    meta = {"dataset": cfg.dataset if not cfg.train_file else cfg.train_file,
+    meta = {"dataset": train.name if not cfg.train_file else cfg.train_file,   # canonical
             "classes": list(train.classes),
             **{k: v for k, v in res["meta"].items() if k.startswith("znorm")},
             "n_steps": train.n_steps, "best_epoch": res["best_epoch"]}
@@ -269,6 +269,19 @@ def _curves_figure(hist):
     return fig
 
 
+def _length_warning(data, meta: dict, hint: str = "") -> str:
+    """Series of another length than the model was trained on are allowed (the pooling heads
+    take any length) but said on stderr: an off-by-one is more often a label column read as a
+    value, or the wrong file, than a real change of length. Returns the note ("" if none)."""
+    trained = meta.get("n_steps", meta.get("max_len"))
+    if data.mask is not None or not trained or data.n_steps == trained:
+        return ""
+    note = (f"these series have {data.n_steps} steps, the model was trained on {trained}-step "
+            f"series{hint}")
+    print(f"kairo: warning: {note}", file=sys.stderr)
+    return note
+
+
 def _scored_data(cfg):
     """The series ``evaluate`` / ``maps`` score: ``--test-file`` if given, else the
     ``--split`` of the dataset (a split of a file would be mislabelled, so it is refused)."""
@@ -300,6 +313,7 @@ def run_evaluate(cfg, rd) -> str:
     model, meta = _train.load_classifier(cfg.model)
     data = _scored_data(cfg)
     names = _model_classes(meta, data)
+    _length_warning(data, meta.get("meta", meta))
     report = _train.evaluate(model, data)          # matches labels to the model's by name
     _write_report(rd, report, names, cfg.split)
     return (f"{cfg.split} accuracy {report['accuracy']:.2%}, macro F1 {report['f1_macro']:.3f} "
@@ -329,15 +343,11 @@ def run_predict(cfg) -> str:
     data = load_file(cfg.input, pad=cfg.pad, labelled=cfg.labelled)
     m = meta.get("meta", meta)
     notes = []
-    trained_steps = m.get("n_steps", m.get("max_len"))
-    if data.mask is None and trained_steps and data.n_steps != trained_steps:
-        # allowed (the pooling heads take any length), but an off-by-one is more often a
-        # label column read as a value than a real change of length
-        hint = (" (if the first CSV column holds labels, pass --labelled true)"
-                if not cfg.labelled and Path(cfg.input).suffix.lower() == ".csv" else "")
-        notes.append(f"these series have {data.n_steps} steps, the model was trained on "
-                     f"{trained_steps}-step series{hint}")
-        print(f"kairo: warning: {notes[-1]}", file=sys.stderr)
+    hint = (" (if the first CSV column holds labels, pass --labelled true)"
+            if not cfg.labelled and Path(cfg.input).suffix.lower() == ".csv" else "")
+    note = _length_warning(data, m, hint)
+    if note:
+        notes.append(note)
     pred, proba = _train.predict(model, data.x, data.mask)
     classes = [str(c) for c in m.get("classes", range(proba.shape[1]))]
     df = pd.DataFrame(proba, columns=[f"p_{c}" for c in classes])
