@@ -87,7 +87,7 @@ def environment() -> dict:
            "machine": platform.machine(), "cpu": cpu_model(), "cpu_count": os.cpu_count(),
            "loadavg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
            "packages": versions}
-    for hook in list(_ENV_HOOKS.values()):
+    for hook in list(_ENV_HOOKS.values()):      # before the torch fields: a hook may import it
         env.update(hook())
     torch = sys.modules.get("torch")          # only when the run used it (importing is slow)
     if torch is not None:

@@ -31,18 +31,15 @@ __all__ = sorted(_WHERE)
 
 
 def _environment() -> dict:
-    """For run records: torch's CPU kernels and the ResNet's auto layout, which set the float
-    order (hence the exact digits) of a seeded run, also when only the workers ran the models."""
-    import torch
-
+    """For run records: the ResNet's auto layout, which sets the float order (hence the exact
+    digits) of a seeded run. Importing the encoders imports torch, so the record's generic
+    torch fields are there too when only the workers ran the models."""
     from kairo.attention._encoders import resnet_layout
 
-    env = {"torch_cpu_capability": torch.backends.cpu.get_cpu_capability()}
     try:
-        env["resnet_auto_layout"] = resnet_layout("auto")
+        return {"resnet_auto_layout": resnet_layout("auto")}
     except Exception as e:           # a bad KAIRO_RESNET_LAYOUT fails the run elsewhere
-        env["resnet_auto_layout"] = f"invalid: {e}"
-    return env
+        return {"resnet_auto_layout": f"invalid: {e}"}
 
 
 register_environment("attention", _environment)
