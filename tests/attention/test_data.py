@@ -209,6 +209,23 @@ def test_from_arrays_rejects_nan_inf_and_misfits():
     x[4, 0, 0] = np.inf
     with pytest.raises(DataError, match="1 infinite value in series 4"):
         from_arrays(x, np.arange(5) % 2)
+    # finite float64 values float32 cannot hold are named as such, not as "infinite" (the
+    # cast would make them inf); at padded steps they are ignored like any padding value
+    x[:] = 0
+    x[2, 0, 3], x[4, 0, 1] = 1e300, -1e39
+    with pytest.raises(DataError, match=r"x contains 2 values beyond float32's range "
+                                        r"\(\|x\| > 3.4e\+38\), e\.g\. 1e\+300, in series 2, 4; "
+                                        r"kairo computes in float32: rescale them"):
+        from_arrays(x, np.arange(5) % 2)
+    mask = np.ones((5, 8), bool)
+    mask[2, 3:] = mask[4, 1:] = False
+    d = from_arrays(x, np.arange(5) % 2, mask=mask)
+    assert np.isfinite(d.x).all() and d.x[2, 0, 3] == 0
+    with pytest.raises(DataError, match="1 value beyond float32's range .* in series 1"):
+        from_arrays([np.zeros(3), np.array([1.0, 3.5e38])], [0, 1], pad=True)
+    with np.errstate(over="ignore"):                    # float32 data: inf only at padding
+        x32 = x.astype(np.float32)
+    assert np.isfinite(from_arrays(x32, np.arange(5) % 2, mask=mask).x).all()
     with pytest.raises(DataError, match="4 labels .* for 5 series; give exactly one label"):
         from_arrays(np.zeros((5, 8)), [0, 1, 0, 1])
     with pytest.raises(DataError, match=r"got shape \(5,\)"):
@@ -278,6 +295,9 @@ def test_load_csv_names_file_row_and_column_of_bad_cells(tmp_path):
     p.write_text("1,0.5,nan,0.7\n2,1,2,3\n1,inf,2,3\n")
     with pytest.raises(DataError, match=r"bad\.csv: x contains 2 NaN or infinite values in "
                                         r"rows 1, 3"):
+        load_csv(p)
+    p.write_text("1,0.5,1e300,0.7\n2,1,2,3\n")
+    with pytest.raises(DataError, match=r"bad\.csv: x contains 1 value beyond float32's range"):
         load_csv(p)
     with pytest.raises(DataNotFoundError, match="does not exist"):
         load_csv(tmp_path / "missing.csv")

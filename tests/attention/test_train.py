@@ -481,6 +481,10 @@ def test_predict_applies_znorm_and_validates(trained, gunpoint):
     bad[2, 0, 7] = np.nan
     with pytest.raises(DataError, match="predict: x contains 1 NaN value in series 2"):
         predict(model, bad)
+    bad = te.x[:4].astype(np.float64)
+    bad[3, 0, 7] = 1e300
+    with pytest.raises(DataError, match="predict: x contains 1 value beyond float32's range"):
+        predict(model, bad)
     with pytest.raises(DataError, match="mask must be a bool array of shape"):
         predict(model, te.x[:4], mask=np.ones((4, 10), bool))
     with pytest.raises(DataError, match=r"got shape \(150,\)"):

@@ -136,6 +136,36 @@ def _check_finite(x: np.ndarray, mask, where: str) -> None:
                             f"{_some(rows)}; fill or drop them")
 
 
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _beyond_float32(x: np.ndarray) -> np.ndarray:
+    """Finite values float32 cannot hold (the cast would make them ±inf), as a bool array."""
+    if x.dtype.kind != "f" or x.dtype.itemsize <= 4:
+        return np.zeros(x.shape, dtype=bool)          # float16/32 and integers all fit
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(x) & (np.abs(x) > _FLOAT32_MAX)
+
+
+def _check_float32_range(series, mask, where: str) -> None:
+    """DataError for values beyond float32's range, so they are not reported as infinite
+    after the cast. ``series`` [N, C, T] array or a list of [C, T_i] arrays."""
+    if isinstance(series, np.ndarray):                # one vectorised pass
+        big = _beyond_float32(series)
+        if mask is not None:
+            big &= mask[:, None, :]
+        rows = np.flatnonzero(big.any(axis=(1, 2))).tolist() if big.any() else []
+    else:
+        big = [_beyond_float32(s) for s in series]
+        rows = [i for i, b in enumerate(big) if b.any()]
+    if rows:
+        n = sum(int(big[i].sum()) for i in rows)
+        first = series[rows[0]][big[rows[0]]][0]
+        raise DataError(f"{where}: x contains {n} value{'s' * (n != 1)} beyond float32's range "
+                        f"(|x| > {_FLOAT32_MAX:.3g}), e.g. {first:.3g}, in series "
+                        f"{_some(rows)}; kairo computes in float32: rescale them")
+
+
 # ---------------------------------------------------------------------------- building
 def _label_order(labels) -> list[str]:
     """Sorted label strings; numeric labels in numeric order ('2' before '10')."""
@@ -155,6 +185,7 @@ def _stack(series: list, where: str, pad: bool) -> tuple[np.ndarray, np.ndarray 
     if (lengths == 0).any():
         raise DataError(f"{where}: series {_some(np.flatnonzero(lengths == 0))} are empty")
     t = int(lengths.max())
+    _check_float32_range(series, None, where)
     if (lengths == t).all():
         return np.stack(series).astype(np.float32), None
     if not pad:
@@ -222,14 +253,16 @@ def _build(x, y, mask, *, pad: bool, classes, name: str, where: str) -> TSData:
         if not np.issubdtype(series.dtype, np.number) or np.issubdtype(series.dtype,
                                                                        np.complexfloating):
             raise DataError(f"{where}: x must be real numbers, got dtype {series.dtype}")
-        xs = series.astype(np.float32)                # always a copy, never the caller's array
         if mask is not None:
             mask = np.asarray(mask)
-            if mask.dtype != np.bool_ or mask.shape != (xs.shape[0], xs.shape[2]):
+            if mask.dtype != np.bool_ or mask.shape != (series.shape[0], series.shape[2]):
                 raise DataError(f"{where}: mask must be a bool array of shape "
-                                f"({xs.shape[0]}, {xs.shape[2]}) (n_series, n_steps), got "
-                                f"{_describe(mask)}")
+                                f"({series.shape[0]}, {series.shape[2]}) (n_series, n_steps), "
+                                f"got {_describe(mask)}")
             mask = mask.copy()
+        _check_float32_range(series, mask, where)
+        xs = series.astype(np.float32)                # always a copy, never the caller's array
+        if mask is not None:
             xs = np.where(mask[:, None, :], xs, np.float32(0))
     else:
         if mask is not None:

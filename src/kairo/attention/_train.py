@@ -25,8 +25,8 @@ from kairo.attention._attention import MultiHeadAttention
 from kairo.attention._augment import augment, check_mask, is_active
 from kairo.attention._configs import (ADDED_MODEL_FIELDS, SCHEDULES, TrainConfig,
                                       value_before_field, znorm_mode)
-from kairo.attention._data import (TSData, _check_finite, channel_stats, standardize,
-                                   stratified_split, znormalize)
+from kairo.attention._data import (TSData, _check_finite, _check_float32_range, channel_stats,
+                                   standardize, stratified_split, znormalize)
 
 __all__ = ["TrainConfig", "fit", "save_classifier", "load_classifier", "predict", "evaluate",
            "recompute_bn_stats", "SCHEDULES"]
@@ -508,6 +508,15 @@ def scale_input(x: np.ndarray, mask: np.ndarray | None, meta: dict) -> np.ndarra
                     f"expected series, channel or none")
 
 
+def check_max_len(model: nn.Module, n_steps: int, where: str) -> None:
+    """DataError when series are longer than the encoder's ``max_len`` (a Transformer's
+    positions; the ResNet has none and takes any length). One wording for every command."""
+    t = getattr(getattr(model, "encoder", None), "max_len", None)
+    if t is not None and n_steps > t:
+        raise DataError(f"{where}: series have {n_steps} steps, more than the model's "
+                        f"max_len {t}; crop them or train on longer series")
+
+
 def predict(model: nn.Module, x, mask=None, batch: int = 256) -> tuple[np.ndarray, np.ndarray]:
     """Class indices and probabilities for NumPy series.
 
@@ -527,12 +536,9 @@ def predict(model: nn.Module, x, mask=None, batch: int = 256) -> tuple[np.ndarra
         raise DataError(f"predict: x must be [n_series, n_channels, n_steps] (or [n_series, "
                         f"n_steps] for one channel), got shape {x.shape}")
     c = getattr(model, "n_channels", x.shape[1])
-    t = getattr(getattr(model, "encoder", None), "max_len", None)
     if x.shape[1] != c:
         raise DataError(f"predict: x has {x.shape[1]} channels, the model was trained on {c}")
-    if t is not None and x.shape[2] > t:
-        raise DataError(f"predict: series have {x.shape[2]} steps, more than the model's "
-                        f"max_len {t}; crop them or train on longer series")
+    check_max_len(model, x.shape[2], "predict")
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise ConfigError(f"predict: batch must be an integer ≥ 1, got {batch!r}")
     if mask is not None:
@@ -542,6 +548,7 @@ def predict(model: nn.Module, x, mask=None, batch: int = 256) -> tuple[np.ndarra
                             f"{(x.shape[0], x.shape[2])}, got {mask.dtype} {mask.shape}")
         if not mask.any(axis=1).all():
             raise DataError("predict: some series have no valid step in mask")
+    _check_float32_range(x, mask, "predict")
     x = x.astype(np.float32)
     _check_finite(x, mask, "predict")
     if mask is not None:
