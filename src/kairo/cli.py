@@ -358,17 +358,34 @@ def _run_tsc(cmd: str, args) -> int:
                 "encodings": (tc.EncodingsConfig, tc.run_encodings)}[cmd]
     cfg = _resolve(cls, args)
     out = Path(args.out) if args.out else default_out(f"tsc {cmd}")
-    with ResultsDir(out, command=f"tsc {cmd}", config=cfg, overwrite=args.overwrite) as rd:
-        from kairo.data._store import sha256sum
+    ckpt = tc.checkpoint_path(out)
+    before = _mtime(ckpt)
+    try:
+        with ResultsDir(out, command=f"tsc {cmd}", config=cfg, overwrite=args.overwrite) as rd:
+            from kairo.data._store import sha256sum
 
-        for label, path in tc.data_files(cfg).items():        # the run record's checksums
-            rd.record_data(label, path, sha256sum(path))
-        text = tc.run_train(cfg, rd, out) if cmd == "train" else run(cfg, rd)
+            for label, path in tc.data_files(cfg).items():    # the run record's checksums
+                rd.record_data(label, path, sha256sum(path))
+            text = tc.run_train(cfg, rd, out) if cmd == "train" else run(cfg, rd)
+    except BaseException:
+        # a run that stopped after saving epochs says where they are, so nobody is surprised
+        # that the next run resumes (or wonders what the file next to --out is)
+        if cmd == "train" and _mtime(ckpt) not in (None, before):
+            print(f"kairo: training stopped; its checkpoint {ckpt} is kept: the same command "
+                  f"resumes from it (delete it to start over)", file=sys.stderr)
+        raise
     if cmd == "train":
         tc.checkpoint_path(out).unlink(missing_ok=True)
     print(text)
     print(f"results: {out}")
     return 0
+
+
+def _mtime(path: Path) -> int | None:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return None
 
 
 def _run_demo(args) -> int:

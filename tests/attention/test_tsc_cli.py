@@ -118,6 +118,13 @@ def test_predict_reads_unlabelled_csv_and_ts_and_scores_labelled_files(trained, 
     assert "25 steps, the model was trained on 24-step series" in err
     assert "pass --labelled true" in err and "max_len 24" in err
     assert not (tmp_path / "oops.csv").exists()
+    # --labelled on a bare CSV: its first value is read as a label; the length says so
+    assert main(["tsc", "predict", "--model", model_pt, "--input", str(tmp_path / "bare.csv"),
+                 "--output", str(tmp_path / "bare_lab.csv"), "--labelled", "true"]) == 0
+    cap = capsys.readouterr()
+    assert "23 steps, the model was trained on 24-step series (if the first CSV column holds " \
+           "no labels, leave out --labelled)" in cap.err
+    assert "no label of the file is one of the model's classes" in cap.out
     # --labelled on a file without labels: a clear error, no output file
     assert main(["tsc", "predict", "--model", model_pt, "--input", str(tmp_path / "bare.ts"),
                  "--output", str(tmp_path / "none.csv"), "--labelled", "true"]) != 0
@@ -182,11 +189,20 @@ def test_length_feature_on_the_variable_length_set(tmp_path):
     assert a["accuracy"] == b["accuracy"] and a["confusion"] == b["confusion"]
 
 
-def test_maps_and_encodings_figures(trained, tmp_path):
+def test_maps_and_encodings_figures(trained, tmp_path, capsys):
     out = tmp_path / "maps"
     assert main(["tsc", "maps", "--model", str(trained / "model.pt"), "--dataset",
                  "ItalyPowerDemand", "--samples", "0,3", "--out", str(out)]) == 0
     assert (out / "attention_0.png").is_file() and (out / "attention_3.png").is_file()
+    # series longer than the Transformer's positions: maps words it as predict does, and
+    # writes nothing
+    with open(tmp_path / "long.csv", "w") as f:
+        f.write("\n".join(",".join(["1", *["0.5"] * 25]) for _ in range(3)) + "\n")
+    assert main(["tsc", "maps", "--model", str(trained / "model.pt"), "--test-file",
+                 str(tmp_path / "long.csv"), "--out", str(tmp_path / "long")]) != 0
+    assert "series have 25 steps, more than the model's max_len 24; crop them" in \
+        capsys.readouterr().err
+    assert not (tmp_path / "long").exists()
     out = tmp_path / "enc"
     assert main(["tsc", "encodings", "--d", "32", "--positions", "64", "--out", str(out)]) == 0
     e = json.loads((out / "encodings.json").read_text())
@@ -571,3 +587,33 @@ def test_one_class_and_npy_training_files_get_clear_errors(tmp_path, capsys):
                      str(tmp_path / train), "--epochs", "1", "--out", str(tmp_path / "r")]) != 0
         assert msg in capsys.readouterr().err
         assert not (tmp_path / "r").exists()
+
+
+def test_a_train_run_that_fails_after_training_names_the_kept_checkpoint(tmp_path, capsys,
+                                                                         monkeypatch):
+    """The checkpoint next to --out survives a failed run on purpose (the rerun resumes); the
+    user is told where it is. A run refused before training does not repeat it."""
+    from kairo._errors import KairoError
+    from kairo.attention import _train
+
+    out = tmp_path / "run"
+    args = ["tsc", "train", "--dataset", "ItalyPowerDemand", "--encoder", "resnet", "--pool",
+            "mean", *FAST, "--out", str(out)]
+    real = _train.evaluate
+
+    def broken(*a, **k):
+        raise KairoError("scoring failed")
+
+    monkeypatch.setattr(_train, "evaluate", broken)
+    assert main(args) != 0
+    err = capsys.readouterr().err
+    ckpt = tmp_path / "run.checkpoint.pt"
+    assert ckpt.is_file() and not out.exists()
+    assert f"its checkpoint {ckpt} is kept: the same command resumes from it" in err
+    monkeypatch.setattr(_train, "evaluate", real)
+    # another run's settings: refused before training, with the error's own advice only
+    assert main([*args, "--seed", "1"]) != 0
+    err = capsys.readouterr().err
+    assert "belongs to another run" in err and "is kept" not in err
+    assert main(args) == 0
+    assert "resum" in capsys.readouterr().out.lower() and not ckpt.exists()

@@ -343,8 +343,11 @@ def run_predict(cfg) -> str:
     data = load_file(cfg.input, pad=cfg.pad, labelled=cfg.labelled)
     m = meta.get("meta", meta)
     notes = []
-    hint = (" (if the first CSV column holds labels, pass --labelled true)"
-            if not cfg.labelled and Path(cfg.input).suffix.lower() == ".csv" else "")
+    hint = ""
+    if Path(cfg.input).suffix.lower() == ".csv":    # a label column is told only by length
+        hint = (" (if the first CSV column holds no labels, leave out --labelled)"
+                if cfg.labelled else
+                " (if the first CSV column holds labels, pass --labelled true)")
     note = _length_warning(data, m, hint)
     if note:
         notes.append(note)
@@ -396,6 +399,7 @@ def run_maps(cfg: MapsConfig, rd) -> str:
     if bad:
         raise ConfigError(f"samples {bad} are out of range: the {cfg.split} split has "
                           f"{len(data)} series (0…{len(data) - 1})")
+    _train.check_max_len(model, data.n_steps, f"{data.name} {cfg.split}")
     m = meta.get("meta", meta)
     x = data.x[list(cfg.samples)]
     mask = None if data.mask is None else data.mask[list(cfg.samples)]
