@@ -106,6 +106,9 @@ def test_demo_quick(tmp_path, capsys):
     assert len(list(out.rglob("*.png"))) >= 5
     # the logic family: trained, exported, verified
     assert "## logic-0-vs-1" in report and "bit-exact" in report
+    # even the quick run learns (it once stopped at 100 iterations, at chance: 54 %)
+    logic = json.loads((out / "logic-train" / "metrics.json").read_text())
+    assert logic["test_accuracy_circuit"] > 0.9 and logic["circuit_matches_model"]
     for f in ("logic-train/circuit.json", "logic-train/circuit.c", "logic-train/circuit.v",
               "logic-verify/verify.json"):
         assert (out / f).is_file()
