@@ -129,8 +129,8 @@ def _logic_section(tmp: Path, ddir: str, quick: bool) -> str:
     from kairo.logic._fpga import find_tools, run_fpga_command
 
     cfg = lc.LogicTrainConfig(classes=(0, 1), kernels=4, hidden=100, layers=2,
-                              # quick: 300 iterations, the fewest that learn (100 left the
-                              # circuit at chance, 54 %)
+                              # quick: 300 iterations learn 0 vs 1 (100 left the circuit
+                              # at chance, 54 %)
                               iters=300 if quick else 600, eval_every=100 if quick else 200,
                               data_dir=ddir)
     t0 = time.perf_counter()
