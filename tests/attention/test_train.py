@@ -485,6 +485,9 @@ def test_predict_applies_znorm_and_validates(trained, gunpoint):
     bad[3, 0, 7] = 1e300
     with pytest.raises(DataError, match="predict: x contains 1 value beyond float32's range"):
         predict(model, bad)
+    mask = np.ones((4, bad.shape[2]), bool)
+    mask[3, 7:] = False                                    # the value is padding: ignored
+    np.testing.assert_array_equal(predict(model, bad, mask)[0][:3], predict(model, bad[:3])[0])
     with pytest.raises(DataError, match="mask must be a bool array of shape"):
         predict(model, te.x[:4], mask=np.ones((4, 10), bool))
     with pytest.raises(DataError, match=r"got shape \(150,\)"):

@@ -261,7 +261,8 @@ def _build(x, y, mask, *, pad: bool, classes, name: str, where: str) -> TSData:
                                 f"got {_describe(mask)}")
             mask = mask.copy()
         _check_float32_range(series, mask, where)
-        xs = series.astype(np.float32)                # always a copy, never the caller's array
+        with np.errstate(over="ignore"):              # beyond float32 now only at padding
+            xs = series.astype(np.float32)            # always a copy, never the caller's array
         if mask is not None:
             xs = np.where(mask[:, None, :], xs, np.float32(0))
     else:

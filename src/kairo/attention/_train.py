@@ -549,7 +549,8 @@ def predict(model: nn.Module, x, mask=None, batch: int = 256) -> tuple[np.ndarra
         if not mask.any(axis=1).all():
             raise DataError("predict: some series have no valid step in mask")
     _check_float32_range(x, mask, "predict")
-    x = x.astype(np.float32)
+    with np.errstate(over="ignore"):                  # beyond float32 now only at padding
+        x = x.astype(np.float32)
     _check_finite(x, mask, "predict")
     if mask is not None:
         x = np.where(mask[:, None, :], x, np.float32(0))
