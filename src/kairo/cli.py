@@ -228,7 +228,7 @@ def _add_config_flags(p: argparse.ArgumentParser, cls, results: bool = True,
         p.add_argument("--" + f.name.replace("_", "-"), dest=f.name, default=argparse.SUPPRESS,
                        type=str if is_tuple else (base if base in (int, float) else str),
                        help=f"{(helps or {}).get(f.name, _HELP.get(f.name, ''))} "
-                            f"(default: {show})".strip())
+                            f"{f'(default: {show})' if show != '' else ''}".strip())
 
 
 def _resolve(cls, args) -> object:
@@ -357,6 +357,8 @@ def _run_tsc(cmd: str, args) -> int:
                 "maps": (tc.MapsConfig, tc.run_maps),
                 "encodings": (tc.EncodingsConfig, tc.run_encodings)}[cmd]
     cfg = _resolve(cls, args)
+    if cmd in ("evaluate", "maps"):
+        cfg = tc.model_dataset(cfg)            # recorded as the set scored, not as ""
     out = Path(args.out) if args.out else default_out(f"tsc {cmd}")
     ckpt = tc.checkpoint_path(out)
     before = _mtime(ckpt)
@@ -493,8 +495,11 @@ def build_parser() -> argparse.ArgumentParser:
              "for chosen series (figures)", True),
             ("encodings", tcmd.EncodingsConfig, "heatmap of the sinusoidal positional encoding",
              True)):
+        helps = _TSC_HELP if name not in ("evaluate", "maps") else {
+            **_TSC_HELP, "dataset": "an aeon-shipped UCR/UEA set or MNIST1D (kairo tsc list); "
+                                    "empty: the set the model was trained on"}
         _add_config_flags(tss.add_parser(name, help=text, description=text), cls, results,
-                          _TSC_HELP)
+                          helps)
 
     da = sub.add_parser("data", help="the data directory: path, fetch, verify")
     ds = da.add_subparsers(dest="data_cmd", required=True)

@@ -557,7 +557,8 @@ def test_run_records_name_the_files_each_command_reads(tmp_path):
         (tc.EvaluateConfig(model=m, test_file=te), ["model", "test_file"]),   # not GunPoint
         (tc.EvaluateConfig(model=m, dataset="ArrowHead", split="train"),
          ["ArrowHead_train", "model"]),
-        (tc.MapsConfig(model=m), ["GunPoint_test", "model"]),
+        (tc.MapsConfig(model=m, dataset="GunPoint"), ["GunPoint_test", "model"]),
+        (tc.MapsConfig(model=m), ["model"]),          # the model's set: filled in by the CLI
         (tm.CompareConfig(datasets=("GunPoint", "MNIST1D")), ["GunPoint_test", "GunPoint_train"]),
     ]
     for cfg, want in cases:
@@ -617,3 +618,43 @@ def test_a_train_run_that_fails_after_training_names_the_kept_checkpoint(tmp_pat
     assert "belongs to another run" in err and "is kept" not in err
     assert main(args) == 0
     assert "resum" in capsys.readouterr().out.lower() and not ckpt.exists()
+
+
+def test_evaluate_and_maps_score_the_models_own_set_by_default(trained, tmp_path, capsys):
+    """Without --dataset, evaluate and maps score the set the model was trained on (they
+    defaulted to GunPoint for every model); naming another set warns; a model trained on the
+    user's files names no set, so it needs --test-file."""
+    import yaml
+
+    from kairo.attention import _commands as tc
+    from kairo.attention import load_dataset
+
+    m = str(trained / "model.pt")                                  # ItalyPowerDemand
+    assert main(["tsc", "evaluate", "--model", m, "--out", str(tmp_path / "ev")]) == 0
+    assert yaml.safe_load((tmp_path / "ev" / "config.yaml").read_text())["dataset"] == \
+        "ItalyPowerDemand"
+    assert json.loads((tmp_path / "ev" / "metrics.json").read_text()) == \
+        json.loads((trained / "metrics.json").read_text())
+    assert "ItalyPowerDemand_test" in json.loads((tmp_path / "ev" / "run.json").read_text())[
+        "data"]
+    assert "warning" not in capsys.readouterr().err
+    assert main(["tsc", "maps", "--model", m, "--samples", "2", "--out",
+                 str(tmp_path / "mp")]) == 0
+    assert (tmp_path / "mp" / "attention_2.png").is_file()
+    assert "ItalyPowerDemand_test" in json.loads((tmp_path / "mp" / "run.json").read_text())[
+        "data"]
+    assert main(["tsc", "evaluate", "--model", m, "--dataset", "gunpoint", "--out",
+                 str(tmp_path / "gp")]) != 0                      # 150 steps > max_len 24
+    assert "the model was trained on ItalyPowerDemand; scoring it on GunPoint" in \
+        capsys.readouterr().err
+    # a model of the user's files: no set to fall back on
+    tr = _write_csv(tmp_path / "tr.csv", load_dataset("ItalyPowerDemand", "train"))
+    own = tmp_path / "own"
+    assert main(["tsc", "train", "--train-file", str(tr), "--test-file", str(tr), "--encoder",
+                 "resnet", *FAST, "--out", str(own)]) == 0
+    capsys.readouterr()
+    assert main(["tsc", "evaluate", "--model", str(own / "model.pt"), "--out",
+                 str(tmp_path / "ev2")]) != 0
+    assert f"was trained on {tr}, not a shipped set: give --test-file" in capsys.readouterr().err
+    cfg = tc.model_dataset(tc.EvaluateConfig(model=str(own / "model.pt"), test_file=str(tr)))
+    assert cfg.dataset == ""                                      # the file is scored

@@ -75,8 +75,10 @@ def _check_data(cfg) -> None:
 TscTrainConfig = _flat("TscTrainConfig", DataOptions, ModelConfig, TrainConfig)
 TscTrainConfig.__doc__ = "``kairo tsc train``: data options + ModelConfig + TrainConfig."
 
-EvaluateConfig = _flat("EvaluateConfig", DataOptions, extra=[
-    ("model", str, field(default="")), ("split", str, field(default="test"))])
+# evaluate and maps: an empty dataset means the set the model was trained on (model_dataset)
+EvaluateConfig = _flat("EvaluateConfig", DataOptions, exclude=("dataset",), extra=[
+    ("dataset", str, field(default="")), ("model", str, field(default="")),
+    ("split", str, field(default="test"))])
 PredictConfig = make_dataclass("PredictConfig", [
     ("model", str, field(default="")), ("input", str, field(default="")),
     ("output", str, field(default="")), ("pad", bool, field(default=False)),
@@ -282,6 +284,42 @@ def _length_warning(data, meta: dict, hint: str = "") -> str:
     return note
 
 
+def model_dataset(cfg):
+    """``cfg`` with an empty ``dataset`` filled in from the model (``evaluate`` / ``maps``
+    without --dataset or --test-file score the set the model was trained on; an MNIST-1D
+    model at its own length). A model trained on the user's files names no shipped set, so
+    the user gives --test-file or --dataset."""
+    if cfg.dataset or cfg.test_file or not cfg.model:
+        return cfg
+    from kairo.attention import _data, _train
+
+    _, meta = _train.load_classifier(cfg.model)
+    m = meta.get("meta", meta)
+    trained = str(m.get("dataset", ""))
+    try:
+        canon = _data.canonical_name(trained)
+    except DataError:
+        raise ConfigError(f"model {cfg.model} was trained on {trained or 'unnamed data'}, not "
+                          f"a shipped set: give --test-file (or --dataset)") from None
+    extra = ({"mnist1d_length": int(m["n_steps"])} if canon == "MNIST1D" and m.get("n_steps")
+             else {})
+    return dataclasses.replace(cfg, dataset=canon, **extra)
+
+
+def _dataset_warning(cfg, meta: dict) -> None:
+    """--dataset naming another set than the model's: said on stderr (scoring a model on data
+    of another task is allowed, and more often a wrong --model)."""
+    if cfg.test_file or not cfg.dataset:
+        return
+    from kairo.attention import _data
+
+    trained = str(meta.get("meta", meta).get("dataset", ""))
+    scored = _data.canonical_name(cfg.dataset)
+    if trained and trained != scored:
+        print(f"kairo: warning: the model was trained on {trained}; scoring it on {scored}",
+              file=sys.stderr)
+
+
 def _scored_data(cfg):
     """The series ``evaluate`` / ``maps`` score: ``--test-file`` if given, else the
     ``--split`` of the dataset (a split of a file would be mislabelled, so it is refused)."""
@@ -310,7 +348,9 @@ def run_evaluate(cfg, rd) -> str:
 
     if not cfg.model:
         raise ConfigError("--model is required (a model.pt written by kairo tsc train)")
+    cfg = model_dataset(cfg)
     model, meta = _train.load_classifier(cfg.model)
+    _dataset_warning(cfg, meta)
     data = _scored_data(cfg)
     names = _model_classes(meta, data)
     _length_warning(data, meta.get("meta", meta))
@@ -373,7 +413,7 @@ def run_predict(cfg) -> str:
 @dataclass(frozen=True)
 class MapsConfig:
     model: str = ""
-    dataset: str = "GunPoint"
+    dataset: str = ""                  # "": the set the model was trained on
     split: str = "test"
     samples: tuple[int, ...] = (0,)    # series indices to draw
     train_file: str = ""
@@ -392,7 +432,9 @@ def run_maps(cfg: MapsConfig, rd) -> str:
         raise ConfigError("--model is required (a model.pt written by kairo tsc train)")
     if not cfg.samples:
         raise ConfigError("--samples needs at least one series index, e.g. --samples 0,1")
+    cfg = model_dataset(cfg)
     model, meta = _train.load_classifier(cfg.model)
+    _dataset_warning(cfg, meta)
     data = _scored_data(cfg)
     classes = _model_classes(meta, data)
     bad = [i for i in cfg.samples if not 0 <= i < len(data)]
