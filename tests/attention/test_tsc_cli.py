@@ -658,3 +658,17 @@ def test_evaluate_and_maps_score_the_models_own_set_by_default(trained, tmp_path
     assert f"was trained on {tr}, not a shipped set: give --test-file" in capsys.readouterr().err
     cfg = tc.model_dataset(tc.EvaluateConfig(model=str(own / "model.pt"), test_file=str(tr)))
     assert cfg.dataset == ""                                      # the file is scored
+
+
+def test_an_mnist1d_model_is_scored_at_its_own_length(tmp_path):
+    from kairo.attention import ModelConfig, build_classifier, save_classifier
+    from kairo.attention import _commands as tc
+
+    mcfg = ModelConfig(encoder="resnet", d_model=8, layers=1, pool="mean")
+    save_classifier(tmp_path / "m.pt", build_classifier(mcfg, 1, 10, 60), mcfg,
+                    {"dataset": "MNIST1D", "classes": [str(i) for i in range(10)],
+                     "n_steps": 60})
+    cfg = tc.model_dataset(tc.EvaluateConfig(model=str(tmp_path / "m.pt")))
+    assert (cfg.dataset, cfg.mnist1d_length) == ("MNIST1D", 60)
+    cfg = tc.model_dataset(tc.MapsConfig(model=str(tmp_path / "m.pt"), mnist1d_length=80))
+    assert (cfg.dataset, cfg.mnist1d_length) == ("MNIST1D", 80)      # the user's choice stays

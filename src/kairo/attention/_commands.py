@@ -301,8 +301,10 @@ def model_dataset(cfg):
     except DataError:
         raise ConfigError(f"model {cfg.model} was trained on {trained or 'unnamed data'}, not "
                           f"a shipped set: give --test-file (or --dataset)") from None
+    # the model's own MNIST-1D length, unless --mnist1d-length chose one
+    default_len = DataOptions.__dataclass_fields__["mnist1d_length"].default
     extra = ({"mnist1d_length": int(m["n_steps"])} if canon == "MNIST1D" and m.get("n_steps")
-             else {})
+             and cfg.mnist1d_length == default_len else {})
     return dataclasses.replace(cfg, dataset=canon, **extra)
 
 
