@@ -377,7 +377,7 @@ def _run_tsc(cmd: str, args) -> int:
                   f"resumes from it (delete it to start over)", file=sys.stderr)
         raise
     if cmd == "train":
-        tc.checkpoint_path(out).unlink(missing_ok=True)
+        ckpt.unlink(missing_ok=True)
     print(text)
     print(f"results: {out}")
     return 0

@@ -284,16 +284,17 @@ def _length_warning(data, meta: dict, hint: str = "") -> str:
     return note
 
 
-def model_dataset(cfg):
+def model_dataset(cfg, meta: dict | None = None):
     """``cfg`` with an empty ``dataset`` filled in from the model (``evaluate`` / ``maps``
     without --dataset or --test-file score the set the model was trained on; an MNIST-1D
     model at its own length). A model trained on the user's files names no shipped set, so
-    the user gives --test-file or --dataset."""
+    the user gives --test-file or --dataset. ``meta``: the loaded model's, if at hand."""
     if cfg.dataset or cfg.test_file or not cfg.model:
         return cfg
     from kairo.attention import _data, _train
 
-    _, meta = _train.load_classifier(cfg.model)
+    if meta is None:
+        _, meta = _train.load_classifier(cfg.model)
     m = meta.get("meta", meta)
     trained = str(m.get("dataset", ""))
     try:
@@ -350,8 +351,8 @@ def run_evaluate(cfg, rd) -> str:
 
     if not cfg.model:
         raise ConfigError("--model is required (a model.pt written by kairo tsc train)")
-    cfg = model_dataset(cfg)
     model, meta = _train.load_classifier(cfg.model)
+    cfg = model_dataset(cfg, meta)
     _dataset_warning(cfg, meta)
     data = _scored_data(cfg)
     names = _model_classes(meta, data)
@@ -434,8 +435,8 @@ def run_maps(cfg: MapsConfig, rd) -> str:
         raise ConfigError("--model is required (a model.pt written by kairo tsc train)")
     if not cfg.samples:
         raise ConfigError("--samples needs at least one series index, e.g. --samples 0,1")
-    cfg = model_dataset(cfg)
     model, meta = _train.load_classifier(cfg.model)
+    cfg = model_dataset(cfg, meta)
     _dataset_warning(cfg, meta)
     data = _scored_data(cfg)
     classes = _model_classes(meta, data)
@@ -524,11 +525,11 @@ class EncodingsConfig:
 def run_encodings(cfg: EncodingsConfig, rd) -> str:
     from kairo.attention._encodings import encoding_figure, offset_rotation, sinusoidal_table
 
-    rd.save_figure(encoding_figure(d=cfg.d, n_pos=cfg.positions, base=cfg.base),
-                   "sinusoidal.png")
     if cfg.positions < 2:
         raise ConfigError(f"--positions must be ≥ 2 (the offset check needs two positions), "
                           f"got {cfg.positions}")
+    rd.save_figure(encoding_figure(d=cfg.d, n_pos=cfg.positions, base=cfg.base),
+                   "sinusoidal.png")
     pe = sinusoidal_table(cfg.positions, cfg.d, cfg.base).double()
     err = 0.0
     # offsets that leave at least one pair of positions to compare
