@@ -548,7 +548,10 @@ def tsai_worker(spec_path: str) -> int:
            "loadavg_before": loadavg()}
     if spec.get("speed", True):
         t0 = time.perf_counter()
-        res["speed"] = time_models(tsai_builders(cfg["length"], cfg["n_classes"]), cfg)
+        builders = tsai_builders(cfg["length"], cfg["n_classes"])
+        if spec.get("models"):                          # resnet_vs_tsai.py times one model
+            builders = {k: v for k, v in builders.items() if k in spec["models"]}
+        res["speed"] = time_models(builders, cfg)
         res["speed_wall_s"] = round(time.perf_counter() - t0, 2)
         res["loadavg_after_speed"] = loadavg()
     if spec.get("accuracy_npz"):
@@ -562,9 +565,10 @@ def tsai_worker(spec_path: str) -> int:
     return 0
 
 
-def run_tsai(python: Path | None, cfg: dict, accuracy: dict | None, speed: bool = True) -> dict:
-    """Time (``speed``) and/or train (``accuracy``: the datasets) tsai's models in a subprocess
-    of ``python``; a dict with "status" either way."""
+def run_tsai(python: Path | None, cfg: dict, accuracy: dict | None, speed: bool = True,
+             models=None) -> dict:
+    """Time (``speed``; only ``models`` if given) and/or train (``accuracy``: the datasets)
+    tsai's models in a subprocess of ``python``; a dict with "status" either way."""
     if python is None or not Path(python).exists():
         return {"status": "tsai: not available", "python": str(python) if python else None}
     with tempfile.TemporaryDirectory(prefix="kairo-tsai-") as tmp:
@@ -573,7 +577,8 @@ def run_tsai(python: Path | None, cfg: dict, accuracy: dict | None, speed: bool 
             (tmp / "stub" / rel).parent.mkdir(parents=True, exist_ok=True)
             (tmp / "stub" / rel).write_text(text)
         spec = {"cfg": cfg, "threads": cfg["threads"], "speed": speed,
-                "out": str(tmp / "out.json"), "accuracy_npz": None}
+                "out": str(tmp / "out.json"), "accuracy_npz": None,
+                "models": list(models) if models else None}
         if accuracy:
             np.savez(tmp / "data.npz", **{f"{n}/{f}": a for n, d in accuracy.items()
                                           for f, a in d.items()})
@@ -596,6 +601,13 @@ def run_tsai(python: Path | None, cfg: dict, accuracy: dict | None, speed: bool 
         res = json.loads((tmp / "out.json").read_text())
     res.update(status="ok", python=str(python), wall_s=round(time.perf_counter() - t0, 1),
                torchvision=TORCHVISION_STUB_NOTE)
+    # an unconstrained `pip install tsai` upgrades that venv's torch (to a CUDA build): then the
+    # ratios compare two torch versions, not two libraries, so say so in the status and the JSON
+    res["same_torch"] = res.get("torch") == torch.__version__
+    if not res["same_torch"]:
+        res["status"] = (f"ok, but tsai ran on torch {res.get('torch')} and kairo on "
+                         f"{torch.__version__}: ratios compare torch versions too "
+                         f"(docs/benchmarks.md says how to pin it)")
     return res
 
 
@@ -805,7 +817,8 @@ def main(argv=None) -> int:
         else:
             res["tsai"] = run_tsai(args.tsai_python, cfg, acc_data, speed=not args.accuracy_only)
         print(f"   {res['tsai']['status']}", flush=True)
-    res["torchvision_stub"] = TORCHVISION_STUB_NOTE if res["tsai"]["status"] == "ok" else None
+    tsai_ran = res["tsai"]["status"].startswith("ok")
+    res["torchvision_stub"] = TORCHVISION_STUB_NOTE if tsai_ran else None
     models = dict(res["models"])
     models.update(res["tsai"].get("speed", {}))
     res["models"] = models

@@ -2,6 +2,7 @@
 
 Usage: python benchmarks/render.py [benchmarks/results/reservoir_speed.json]
        python benchmarks/render.py benchmarks/results/attention_speed.json
+       python benchmarks/render.py benchmarks/results/resnet_vs_tsai_intel_avx512.json
 """
 
 from __future__ import annotations
@@ -69,10 +70,31 @@ def _attention_speed(d: dict) -> None:
         print(f"| {r['kairo']} / {r['peer']} | {r['train']} | {r['infer']} |")
 
 
+def paired_resnet(d: dict) -> None:
+    """The table of a resnet_vs_tsai.py run: median kairo/tsai ratio over paired rounds."""
+    m = d["machine"]
+    env = {k: v for k, v in d.get("env", {}).items() if v}
+    print(f"Run: `{d['command']}` on {d['date']}, {m.get('cpu')}, torch "
+          f"{m['packages'].get('torch')} ({m['torch_cpu_capability']} kernels, "
+          f"{m['resnet_auto_layout']} layout; tsai: "
+          f"{d['tsai_torch']}), {m['torch_num_threads']} threads"
+          + (f", with {' '.join(f'{k}={v}' for k, v in env.items())}" if env else "")
+          + f"; {len(d['rounds'])} rounds.\n")
+    print("| kairo / tsai ResNet, median over rounds (range; rounds ahead, sign test p) | "
+          "training | inference |\n|---|---|---|")
+    for name, per in d["summary"].items():
+        cells = [f"{s['median_ratio']:.2f}× ({s['min']:.2f}–{s['max']:.2f}; "
+                 f"{s['rounds_ahead']} of {len(d['rounds'])}, p {s['sign_test_p']:.2g})"
+                 for s in (per["train"], per["infer"])]
+        print(f"| {name} ({d['params'][name]:,} parameters) | " + " | ".join(cells) + " |")
+
+
 def main(path: str = "benchmarks/results/reservoir_speed.json") -> None:
     d = json.loads(Path(path).read_text())
     if "equivalence" in d:                # an attention_speed run, whatever the file name
         return attention(d)
+    if "rounds" in d and "summary" in d:  # a resnet_vs_tsai run
+        return paired_resnet(d)
     sec = d["sections"]
     print(f"Run: `{d['command']}` on {d['date']}, {d['machine']['cpu_count']} CPUs, "
           f"versions {json.dumps(d['versions'])}.\n")

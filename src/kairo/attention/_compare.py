@@ -68,10 +68,10 @@ def _check_grid(cfg) -> None:
     if len(set(names)) != len(names):
         raise ConfigError(f"datasets lists a set twice: {', '.join(cfg.datasets)}")
     object.__setattr__(cfg, "datasets", names)          # frozen dataclass
-    for field, low in (("seeds", 1), ("first_seed", 0), ("workers", 0)):
-        v = getattr(cfg, field)
+    for name, low in (("seeds", 1), ("first_seed", 0), ("workers", 0)):
+        v = getattr(cfg, name)
         if isinstance(v, bool) or not isinstance(v, int) or v < low:   # name the bad field
-            raise ConfigError(f"{field} must be an integer ≥ {low}, got {v!r}")
+            raise ConfigError(f"{name} must be an integer ≥ {low}, got {v!r}")
 
 
 CompareConfig = _flat("CompareConfig", ModelConfig, TrainConfig, extra=_GRID,
