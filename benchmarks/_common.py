@@ -45,6 +45,9 @@ def atomic_write_json(path: Path, obj) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(tmp, 0o666 & ~mask)          # mkstemp's 0600 would make results private
     try:
         with os.fdopen(fd, "w") as fh:
             fh.write(json.dumps(obj, indent=2) + "\n")

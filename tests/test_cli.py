@@ -112,6 +112,9 @@ def test_demo_quick(tmp_path, capsys):
     for f in ("logic-train/circuit.json", "logic-train/circuit.c", "logic-train/circuit.v",
               "logic-verify/verify.json"):
         assert (out / f).is_file()
+    # the time-series section: metrics, maps, and the pooling weights of every test series
+    assert "## tsc-gunpoint" in report and (out / "tsc-maps" / "pooling.csv").is_file()
+    assert "pooling weights over the 150 test series" in report
     # the fly, when the [fly] extra is installed
     import importlib.util
 

@@ -195,7 +195,7 @@ def _tsc_section(tmp: Path, quick: bool) -> str:
     mcfg = tc.MapsConfig(model=str(out / "model.pt"), dataset="GunPoint", samples=(0, 1))
     shown = dataclasses.replace(mcfg, model="tsc-train/model.pt")
     with ResultsDir(tmp / "tsc-maps", command="tsc maps", config=shown) as rd:
-        tc.run_maps(mcfg, rd)
+        maps_text = tc.run_maps(mcfg, rd)
     secs = time.perf_counter() - t0
     return "\n".join([
         "", "## tsc-gunpoint", "",
@@ -204,7 +204,7 @@ def _tsc_section(tmp: Path, quick: bool) -> str:
         "encoder with attention pooling classifies GunPoint (UCR, shipped in the aeon wheel); "
         "published: ResNet 0.991, HC2 0.998 (docs/attention.md has the pooling comparison "
         "and the benchmark).", "",
-        "```", text, "```", "",
+        "```", text, maps_text, "```", "",
         "![confusion matrix](tsc-train/confusion.png)", "",
         "![learning curves](tsc-train/curves.png)", "",
         "![attention maps](tsc-maps/attention_0.png)", ""])

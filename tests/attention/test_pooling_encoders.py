@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -14,7 +15,7 @@ from kairo._errors import ConfigError, DataError
 from kairo.attention._encoders import ENCODERS, ResNet1D, TransformerEncoder
 from kairo.attention._model import ModelConfig, TSClassifier, build_classifier
 from kairo.attention._pooling import (POOLS, AttentionPool, ClsPool, MaxPool, MeanPool,
-                                      MultiHeadAttentionPool, make_pool)
+                                      MultiHeadAttentionPool, make_pool, pool_concentration)
 
 
 def _mask(lengths, t):
@@ -27,6 +28,41 @@ def _pools(d=16):
 
 
 # ---------------------------------------------------------------------------- pooling heads
+def test_pool_concentration_known_values_and_masks():
+    """Uniform weights are mean pooling (fraction 1, peak 1); one token taking all the weight
+    gives 1/n and n; two equal tokens of four give 1/2 and 2; padded tokens are not counted,
+    and a CLS row (summing to less than 1) is renormalised first."""
+    w = np.array([[[0.25, 0.25, 0.25, 0.25], [1.0, 0.0, 0.0, 0.0], [0.5, 0.5, 0.0, 0.0]]])
+    c = pool_concentration(w)
+    np.testing.assert_allclose(c["effective_fraction"], [[1.0, 0.25, 0.5]], atol=1e-12)
+    np.testing.assert_allclose(c["peak_ratio"], [[1.0, 4.0, 2.0]], atol=1e-12)
+    # the same rows with the last two tokens padded: [0.5, 0.5] is uniform over two tokens
+    masked = pool_concentration(torch.tensor(w), torch.tensor([[True, True, False, False]]))
+    np.testing.assert_allclose(masked["effective_fraction"][0, 2], 1.0, atol=1e-12)
+    np.testing.assert_allclose(masked["peak_ratio"][0], [1.0, 2.0, 1.0], atol=1e-12)
+    cls_row = pool_concentration(0.6 * w[:, :1])                 # 0.4 on the CLS itself
+    np.testing.assert_allclose(cls_row["effective_fraction"], [[1.0]], atol=1e-12)
+    # a trained-from-scratch attention pool starts near uniform (queries N(0, 0.02²))
+    torch.manual_seed(3)
+    pool = make_pool("mha", 16, n_heads=4).eval()
+    pool(torch.randn(2, 30, 16), None)
+    c = pool_concentration(pool.last_weights)
+    assert c["effective_fraction"].shape == (2, 4) and (c["effective_fraction"] > 0.99).all()
+
+
+@pytest.mark.parametrize("weights, mask, expected", [
+    (np.ones((2, 3)), None, "must be [batch, heads, tokens], got shape (2, 3)"),
+    (np.full((1, 1, 3), np.nan), None, "finite and non-negative"),
+    (-np.ones((1, 1, 3)), None, "finite and non-negative"),
+    (np.ones((1, 1, 3)), np.ones((1, 2), bool), "mask must be a bool [batch, tokens] array"),
+    (np.ones((1, 1, 3)), np.zeros((1, 3), bool), "series [0] have no valid token"),
+    (np.array([[[0.0, 0.0, 1.0]]]), np.array([[True, True, False]]), "no weight on any valid"),
+])
+def test_pool_concentration_refuses_bad_input(weights, mask, expected):
+    with pytest.raises(ConfigError, match=re.escape(expected)):
+        pool_concentration(weights, mask)
+
+
 
 @pytest.mark.parametrize("kind", POOLS)
 def test_every_pool_respects_the_mask(kind):

@@ -171,7 +171,7 @@ def test_keras_style_resnet_from_the_cli(tmp_path):
     assert a["accuracy"] == b["accuracy"] and a["confusion"] == b["confusion"]
 
 
-def test_length_feature_on_the_variable_length_set(tmp_path):
+def test_length_feature_on_the_variable_length_set(tmp_path, capsys):
     """--length-feature on the padded PickupGestureWiimoteZ: the model file keeps the option
     and evaluate reproduces the run's metrics."""
     from kairo.attention import load_classifier
@@ -187,6 +187,11 @@ def test_length_feature_on_the_variable_length_set(tmp_path):
     a = json.loads((out / "metrics.json").read_text())
     b = json.loads((tmp_path / "ev" / "metrics.json").read_text())
     assert a["accuracy"] == b["accuracy"] and a["confusion"] == b["confusion"]
+    # a mean pool has no weights: maps draws the series and says so, with no pooling.csv
+    assert main(["tsc", "maps", "--model", str(out / "model.pt"), "--out",
+                 str(tmp_path / "mp")]) == 0
+    assert not (tmp_path / "mp" / "pooling.csv").exists()
+    assert "a mean pool has no weights to summarise" in capsys.readouterr().out
 
 
 def test_maps_and_encodings_figures(trained, tmp_path, capsys):
@@ -194,6 +199,13 @@ def test_maps_and_encodings_figures(trained, tmp_path, capsys):
     assert main(["tsc", "maps", "--model", str(trained / "model.pt"), "--dataset",
                  "ItalyPowerDemand", "--samples", "0,3", "--out", str(out)]) == 0
     assert (out / "attention_0.png").is_file() and (out / "attention_3.png").is_file()
+    # the pooling weights of every test series, a row per series and head, summarised
+    table = pd.read_csv(out / "pooling.csv")
+    assert len(table) == 1029 and sorted(table["series"]) == list(range(1029))  # one head
+    assert table["effective_fraction"].between(1 / 24, 1 + 1e-9).all()
+    assert table["peak_ratio"].between(1 - 1e-9, 24).all()
+    assert "pooling weights over the 1029 test series: effective fraction" in \
+        capsys.readouterr().out
     # series longer than the Transformer's positions: maps words it as predict does, and
     # writes nothing
     with open(tmp_path / "long.csv", "w") as f:

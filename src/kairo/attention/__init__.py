@@ -16,7 +16,7 @@ _EXPORTS = {
                    "RotaryEmbedding", "make_positional", "encoding_figure"),
     "_attention": ("attention_reference", "MultiHeadAttention", "KVCache", "TinyDecoder"),
     "_pooling": ("MeanPool", "MaxPool", "ClsPool", "AttentionPool", "MultiHeadAttentionPool",
-                 "make_pool", "POOLS"),
+                 "make_pool", "pool_concentration", "POOLS"),
     "_encoders": ("ResNet1D", "TransformerEncoder", "ENCODERS", "resnet_layout"),
     "_model": ("ModelConfig", "TSClassifier", "build_classifier"),
     "_data": ("TSData", "list_datasets", "load_dataset", "from_arrays", "load_csv", "load_ts",

@@ -464,7 +464,46 @@ def run_maps(cfg: MapsConfig, rd) -> str:
                                 f"predicted {classes[pred[j]]}")
         names.append(f"attention_{i}.png")
         rd.save_figure(fig, names[-1])
-    return f"wrote {', '.join(names)}"
+    msg = f"wrote {', '.join(names)}"
+    if maps["pool"] is None:
+        return msg + f"; a {model.cfg.pool} pool has no weights to summarise"
+    table = _pool_table(model, x_all=_train.scale_input(data.x, data.mask, m), mask=data.mask,
+                        y=data.y, classes=classes, true_names=data.classes)
+    rd.write_table("pooling.csv", table)
+    eff, peak = table["effective_fraction"], table["peak_ratio"]
+    return (f"{msg}, pooling.csv; pooling weights over the {len(data)} {cfg.split} series: "
+            f"effective fraction of tokens median {eff.median():.3f} (min {eff.min():.3f}; "
+            f"1 = uniform, as mean pooling), peak weight {peak.median():.2f}× uniform "
+            f"(max {peak.max():.2f}×)")
+
+
+def _pool_table(model, x_all, mask, y, classes, true_names):
+    """pool_concentration for every series of a split, a row per series and pooling head.
+    attention_maps also keeps every layer's [B, H, T, T] self-attention (float32), so the
+    batch keeps those under ~256 MB."""
+    import pandas as pd
+    import torch
+
+    from kairo.attention._pooling import pool_concentration
+
+    t = x_all.shape[-1]
+    per_series = 4 * t * t * model.cfg.n_heads * model.cfg.layers
+    batch = max(1, min(64, (256 << 20) // per_series))
+    rows = []
+    for s in range(0, len(y), batch):
+        xt = torch.from_numpy(np.ascontiguousarray(x_all[s:s + batch], dtype=np.float32))
+        mt = None if mask is None else torch.from_numpy(mask[s:s + batch])
+        with torch.no_grad():
+            maps = model.attention_maps(xt, mt)
+            pred = model(xt, mt).argmax(1).numpy()
+        c = pool_concentration(maps["pool"], maps["mask"])
+        for b in range(c["effective_fraction"].shape[0]):
+            for h in range(c["effective_fraction"].shape[1]):
+                rows.append({"series": s + b, "true": true_names[y[s + b]],
+                             "predicted": classes[pred[b]], "head": h,
+                             "effective_fraction": c["effective_fraction"][b, h],
+                             "peak_ratio": c["peak_ratio"][b, h]})
+    return pd.DataFrame(rows)
 
 
 def maps_figure(series, mask, maps: dict, j: int, title: str = ""):
@@ -495,7 +534,14 @@ def maps_figure(series, mask, maps: dict, j: int, title: str = ""):
         centre = (np.arange(w.shape[1]) + 0.5) * step - 0.5     # token centres in steps
         for h in range(w.shape[0]):
             ax.step(centre, w[h], where="mid", lw=1, label=f"query·head {h}")
-        ax.legend(frameon=False, fontsize=7, ncol=4)
+        # the axis is scaled to the weights' range: the uniform level shows how far from mean
+        # pooling they are (a CLS row sums to less than 1, hence its own sum)
+        n_valid = w.shape[1] if valid is None else int(valid.sum())
+        ax.axhline(float(np.nanmean(np.nansum(w, 1))) / n_valid, color="0.5", ls="--", lw=0.8,
+                   label="uniform (mean pooling)")
+        lo, hi = ax.get_ylim()                                  # headroom for the legend
+        ax.set_ylim(lo, hi + 0.3 * (hi - lo))
+        ax.legend(frameon=False, fontsize=7, ncol=5, loc="upper center")
         ax.set(title=f"pooling weights (one token = {step} step{'s' if step > 1 else ''})",
                xlabel="time step", ylabel="weight")
     else:

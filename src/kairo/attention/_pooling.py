@@ -19,7 +19,7 @@ from kairo.attention._configs import POOLS  # noqa: F401  (re-exported)
 from kairo.attention._attention import TransformerBlock, attention_reference
 
 __all__ = ["MeanPool", "MaxPool", "ClsPool", "AttentionPool", "MultiHeadAttentionPool",
-           "make_pool", "POOLS"]
+           "make_pool", "pool_concentration", "POOLS"]
 
 
 
@@ -159,3 +159,43 @@ def make_pool(kind: str, d: int, n_heads: int = 4, n_queries: int = 1, *,
     if kind == "mha":
         return MultiHeadAttentionPool(d, n_heads, n_queries)
     raise ConfigError(f"pool must be one of {', '.join(POOLS)}; got {kind!r}")
+
+
+def pool_concentration(weights, mask=None) -> dict:
+    """How far a pooling head's weights are from mean pooling, per series and head.
+
+    ``weights``: [B, heads, T] non-negative (``TSClassifier.attention_maps()["pool"]``);
+    ``mask``: [B, T] True at valid tokens, or None. Each row is renormalised over its valid
+    tokens (a CLS row sums to 1 minus the token's weight on itself). Returns NumPy [B, heads]:
+
+    - ``"effective_fraction"``: exp(entropy) / valid tokens — 1 for uniform weights (what mean
+      pooling does), 1/n when one token takes all the weight;
+    - ``"peak_ratio"``: the largest weight × valid tokens — 1 for uniform, n for one token.
+    """
+    import numpy as np
+
+    w = np.asarray(weights.detach().cpu() if isinstance(weights, torch.Tensor) else weights,
+                   dtype=np.float64)
+    if w.ndim != 3 or w.shape[2] < 1:
+        raise ConfigError(f"pooling weights must be [batch, heads, tokens], got shape {w.shape}")
+    if not np.isfinite(w).all() or (w < 0).any():
+        raise ConfigError("pooling weights must be finite and non-negative")
+    if mask is None:
+        valid = np.ones((w.shape[0], w.shape[2]), dtype=bool)
+    else:
+        valid = np.asarray(mask.cpu() if isinstance(mask, torch.Tensor) else mask)
+        if valid.dtype != bool or valid.shape != (w.shape[0], w.shape[2]):
+            raise ConfigError(f"mask must be a bool [batch, tokens] array of shape "
+                              f"{(w.shape[0], w.shape[2])}, got {valid.dtype} {valid.shape}")
+    n = valid.sum(1)
+    if (n == 0).any():
+        raise ConfigError(f"series {np.flatnonzero(n == 0).tolist()} have no valid token")
+    w = np.where(valid[:, None, :], w, 0.0)
+    total = w.sum(-1, keepdims=True)
+    if (total <= 0).any():
+        raise ConfigError("a pooling row puts no weight on any valid token")
+    p = w / total
+    logp = np.log(np.where(p > 0, p, 1.0))                  # 0·log 0 = 0
+    entropy = -(p * logp).sum(-1)
+    return {"effective_fraction": np.exp(entropy) / n[:, None],
+            "peak_ratio": p.max(-1) * n[:, None]}
