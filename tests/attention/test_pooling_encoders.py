@@ -293,6 +293,8 @@ def test_every_encoder_and_pool(encoder, pool):
     junk[~mask[:, None, :].expand_as(x)] = 1e3
     torch.testing.assert_close(model(junk, mask), model(x, mask), atol=1e-4, rtol=0)
     maps = model.attention_maps(x, mask)
+    # the logits of the reference-attention pass are the forward pass's
+    torch.testing.assert_close(maps["logits"], model(x, mask), atol=1e-5, rtol=0)
     if pool in ("mean", "max"):
         assert maps["pool"] is None
     else:

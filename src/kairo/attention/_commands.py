@@ -445,16 +445,15 @@ def run_maps(cfg: MapsConfig, rd) -> str:
         raise ConfigError(f"samples {bad} are out of range: the {cfg.split} split has "
                           f"{len(data)} series (0…{len(data) - 1})")
     _train.check_max_len(model, data.n_steps, f"{data.name} {cfg.split}")
-    m = meta.get("meta", meta)
-    x = data.x[list(cfg.samples)]
+    x_all = _train.scale_input(data.x, data.mask, meta.get("meta", meta))   # per series
+    x = x_all[list(cfg.samples)]
     mask = None if data.mask is None else data.mask[list(cfg.samples)]
-    x = _train.scale_input(x, mask, m)
     model.eval()
     with torch.no_grad():
         xt = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))
         mt = None if mask is None else torch.from_numpy(mask)
         maps = model.attention_maps(xt, mt)
-        pred = model(xt, mt).argmax(1).numpy()
+    pred = maps["logits"].argmax(1).numpy()
     names = []
     for j, i in enumerate(cfg.samples):
         if f"attention_{i}.png" in names:                   # --samples 0,0
@@ -467,8 +466,7 @@ def run_maps(cfg: MapsConfig, rd) -> str:
     msg = f"wrote {', '.join(names)}"
     if maps["pool"] is None:
         return msg + f"; a {model.cfg.pool} pool has no weights to summarise"
-    table = _pool_table(model, x_all=_train.scale_input(data.x, data.mask, m), mask=data.mask,
-                        y=data.y, classes=classes, true_names=data.classes)
+    table = _pool_table(model, x_all, data.mask, data.y, classes, data.classes)
     rd.write_table("pooling.csv", table)
     eff, peak = table["effective_fraction"], table["peak_ratio"]
     return (f"{msg}, pooling.csv; pooling weights over the {len(data)} {cfg.split} series: "
@@ -493,9 +491,8 @@ def _pool_table(model, x_all, mask, y, classes, true_names):
     for s in range(0, len(y), batch):
         xt = torch.from_numpy(np.ascontiguousarray(x_all[s:s + batch], dtype=np.float32))
         mt = None if mask is None else torch.from_numpy(mask[s:s + batch])
-        with torch.no_grad():
-            maps = model.attention_maps(xt, mt)
-            pred = model(xt, mt).argmax(1).numpy()
+        maps = model.attention_maps(xt, mt)                     # no_grad inside
+        pred = maps["logits"].argmax(1).numpy()
         c = pool_concentration(maps["pool"], maps["mask"])
         for b in range(c["effective_fraction"].shape[0]):
             for h in range(c["effective_fraction"].shape[1]):

@@ -73,7 +73,10 @@ class TSClassifier(nn.Module):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         tokens, tmask = self._encode(x, mask, need_weights=False)                   # [B,T',D]
-        pooled = self.pool(tokens, tmask)                                           # [B,D]
+        return self._classify(self.pool(tokens, tmask), x, mask)
+
+    def _classify(self, pooled, x, mask) -> torch.Tensor:
+        """The head on the pooled vectors [B,D] → logits [B,K]."""
         if not self.cfg.length_feature:
             return self.head(pooled)                                               # [B,K]
         # from the step mask, not the token mask: patch tokens round the length up
@@ -95,9 +98,10 @@ class TSClassifier(nn.Module):
         - ``"mask"``: [B, T'] valid tokens (aligned with "pool"), or None.
         - ``"n_prefix"``: 1 when "self" has the CLS token at index 0, else 0.
         - ``"steps_per_token"``: time steps per token (the patch size, or 1).
+        - ``"logits"``: [B, n_classes], the forward pass's (through the reference attention).
         """
         tokens, tmask = self._encode(x, mask, need_weights=True)
-        self.pool(tokens, tmask)
+        logits = self._classify(self.pool(tokens, tmask), x, mask)
         self_maps = getattr(self.encoder, "last_weights", None)
         pool = self.pool.last_weights
         n_prefix = 1 if self.prefix else 0
@@ -105,7 +109,7 @@ class TSClassifier(nn.Module):
             pool = self_maps[-1][:, :, 0, 1:]
             tmask = None if tmask is None else tmask[:, 1:]
         return {"pool": pool, "self": self_maps, "mask": tmask, "n_prefix": n_prefix,
-                "steps_per_token": self.encoder.steps_per_token}
+                "steps_per_token": self.encoder.steps_per_token, "logits": logits}
 
 
 def _glorot(module: nn.Module) -> None:
