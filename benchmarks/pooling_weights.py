@@ -10,18 +10,19 @@ model's pooling weights over its whole test split with ``kairo tsc maps`` (``poo
 
 Every run is ``kairo tsc train`` then ``kairo tsc maps`` through the CLI, one process per run.
 
-    python benchmarks/pooling_weights.py --out benchmarks/results/pooling_weights.json  # ~25 min
+    python benchmarks/pooling_weights.py --seeds 0,1,2 \
+        --out benchmarks/results/pooling_weights.json            # 48 models, ~19 min on 2 cores
     python benchmarks/pooling_weights.py --quick          # ItalyPowerDemand, 3 epochs: smoke run
 """
 
 from __future__ import annotations
 
 import argparse
-import platform
 import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
+from datetime import datetime, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -69,12 +70,24 @@ def one_run(job: dict) -> dict:
             "seconds": round(time.perf_counter() - t0, 1)}
 
 
+def _seeds(text: str) -> list[int]:
+    try:
+        seeds = [int(s) for s in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}")
+    if any(s < 0 for s in seeds):
+        raise argparse.ArgumentTypeError(f"seeds must be ≥ 0, got {text!r}")
+    return seeds
+
+
 def main(argv=None) -> int:
+    from kairo._runs import environment
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--datasets", default=",".join(DATASETS))
     ap.add_argument("--encoders", default="resnet,transformer")
     ap.add_argument("--pools", default="attention,mha")
-    ap.add_argument("--seeds", default="0", help="comma-separated seeds")
+    ap.add_argument("--seeds", type=_seeds, default=[0], help="comma-separated seeds")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--quick", action="store_true", help="ItalyPowerDemand, tiny models")
     ap.add_argument("--out", type=Path, default=None, help="JSON results file")
@@ -82,10 +95,10 @@ def main(argv=None) -> int:
     datasets = ["ItalyPowerDemand"] if args.quick else args.datasets.split(",")
     options = QUICK if args.quick else OPTIONS
     with tempfile.TemporaryDirectory(prefix="kairo-poolw-") as tmp:
-        jobs = [{"dataset": d, "encoder": e, "pool": p, "seed": int(s), "options": options,
+        jobs = [{"dataset": d, "encoder": e, "pool": p, "seed": s, "options": options,
                  "tmp": tmp}
                 for d in datasets for e in args.encoders.split(",")
-                for p in args.pools.split(",") for s in args.seeds.split(",")]
+                for p in args.pools.split(",") for s in args.seeds]
         load0 = loadavg()
         if args.workers <= 1:
             runs = [one_run(job) for job in jobs]
@@ -99,9 +112,11 @@ def main(argv=None) -> int:
               f"{r['test_accuracy']:.3f}  {r['effective_fraction_median']:.4f} "
               f"({r['effective_fraction_min']:.4f})  {r['peak_ratio_median']:.2f} "
               f"({r['peak_ratio_max']:.2f})")
-    result = {"benchmark": "pooling_weights", "options": options, "quick": args.quick,
-              "machine": {"cpu": platform.processor() or platform.machine(),
-                          "python": platform.python_version()},
+    result = {"benchmark": "pooling_weights",
+              "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+              "command": "python benchmarks/pooling_weights.py "
+                         + " ".join(sys.argv[1:] if argv is None else argv),
+              "options": options, "quick": args.quick, "machine": environment(),
               "loadavg_before": load0, "loadavg_after": loadavg(), "runs": runs}
     if args.out:
         atomic_write_json(args.out, result)

@@ -487,20 +487,22 @@ def _pool_table(model, x_all, mask, y, classes, true_names):
     t = x_all.shape[-1]
     per_series = 4 * t * t * model.cfg.n_heads * model.cfg.layers
     batch = max(1, min(64, (256 << 20) // per_series))
-    rows = []
+    pred, eff, peak = [], [], []
     for s in range(0, len(y), batch):
         xt = torch.from_numpy(np.ascontiguousarray(x_all[s:s + batch], dtype=np.float32))
         mt = None if mask is None else torch.from_numpy(mask[s:s + batch])
         maps = model.attention_maps(xt, mt)                     # no_grad inside
-        pred = maps["logits"].argmax(1).numpy()
         c = pool_concentration(maps["pool"], maps["mask"])
-        for b in range(c["effective_fraction"].shape[0]):
-            for h in range(c["effective_fraction"].shape[1]):
-                rows.append({"series": s + b, "true": true_names[y[s + b]],
-                             "predicted": classes[pred[b]], "head": h,
-                             "effective_fraction": c["effective_fraction"][b, h],
-                             "peak_ratio": c["peak_ratio"][b, h]})
-    return pd.DataFrame(rows)
+        pred.append(maps["logits"].argmax(1).numpy())
+        eff.append(c["effective_fraction"])
+        peak.append(c["peak_ratio"])
+    eff, peak, pred = np.concatenate(eff), np.concatenate(peak), np.concatenate(pred)
+    n, heads = eff.shape                                        # rows: series-major, then head
+    return pd.DataFrame({"series": np.repeat(np.arange(n), heads),
+                         "true": np.repeat(np.asarray(true_names, dtype=object)[y], heads),
+                         "predicted": np.repeat(np.asarray(classes, dtype=object)[pred], heads),
+                         "head": np.tile(np.arange(heads), n),
+                         "effective_fraction": eff.ravel(), "peak_ratio": peak.ravel()})
 
 
 def maps_figure(series, mask, maps: dict, j: int, title: str = ""):
