@@ -17,7 +17,7 @@ Sections (each records the load average before and after, because the machine is
                  gelu, batch_first; dropout 0.1 and 0), each wrapped in the same Linear(1 → 64)
                  embedding, sinusoidal positions, mean pooling and linear head.
 3. tsai        — tsai's TST and ResNet timed by the same code in a subprocess run by the tsai
-                 environment's Python (``--tsai-python``, default /work/.tsai-venv/bin/python).
+                 environment's Python (``--tsai-python``, default ../.tsai-venv/bin/python).
                  That environment has no torchvision (the only wheel is built for CUDA torch and
                  breaks the CPU torch), but fastai imports it, so the subprocess gets a minimal
                  stand-in ``torchvision`` package (empty ``models``, a placeholder
@@ -77,7 +77,8 @@ from _common import atomic_write_json, loadavg, section
 
 THREADS = 2
 SEED = 20240611
-DEFAULT_TSAI_PYTHON = Path("/work/.tsai-venv/bin/python")
+# the tsai environment of docs/benchmarks.md, beside the checkout
+DEFAULT_TSAI_PYTHON = Path(__file__).resolve().parents[2] / ".tsai-venv" / "bin" / "python"
 RESULTS = Path(__file__).resolve().parent / "results"
 
 # accuracy runs use one thread: their times are not compared, and one thread keeps them
@@ -372,7 +373,7 @@ def copy_torch_layer(src: nn.TransformerEncoderLayer, block) -> None:
 
 def paired_layers(norm_first: bool, seed: int = SEED, dropout: float = 0.1):
     """A torch layer at kairo's size and a kairo block holding its weights, both in eval mode."""
-    from kairo.attention._attention import TransformerBlock
+    from kairo.attention import TransformerBlock
 
     torch.manual_seed(seed)
     ref = nn.TransformerEncoderLayer(dropout=dropout, norm_first=norm_first, **TORCH_SAME_SIZE)
@@ -426,16 +427,16 @@ def kairo_builders(length: int, n_classes: int) -> dict:
         return lambda: TorchEncoderClassifier(1, n_classes, length, **kw)
 
     return {
-        "kairo_transformer_step": kairo(encoder="transformer", tokens="step", norm="pre"),
+        "kairo_transformer_step": kairo(encoder="transformer", tokens="step", norm_position="pre"),
         "kairo_transformer_step_post_ln": kairo(encoder="transformer", tokens="step",
-                                                norm="post"),
+                                                norm_position="post"),
         "kairo_transformer_step_attn_dropout_0.1": kairo(0.1, encoder="transformer",
-                                                         tokens="step", norm="pre"),
+                                                         tokens="step", norm_position="pre"),
         "kairo_transformer_patch16": kairo(encoder="transformer", tokens="patch", patch=16),
         "kairo_transformer_step_dropout0": kairo(encoder="transformer", tokens="step",
-                                                 norm="pre", dropout=0.0),
-        "kairo_resnet": kairo(encoder="resnet", layers=3),
-        "kairo_resnet_k753": kairo(encoder="resnet", layers=3, kernel_sizes=(7, 5, 3)),
+                                                 norm_position="pre", dropout=0.0),
+        "kairo_resnet": kairo(encoder="resnet", blocks=3),
+        "kairo_resnet_k753": kairo(encoder="resnet", blocks=3, kernel_sizes=(7, 5, 3)),
         "torch_encoder_defaults": torch_enc(**TORCH_DEFAULTS),
         "torch_encoder_same_size": torch_enc(**TORCH_SAME_SIZE, dropout=0.1),
         "torch_encoder_same_size_dropout0": torch_enc(**TORCH_SAME_SIZE, dropout=0.0),
@@ -471,16 +472,15 @@ def kairo_acc_builders(resnet_ablation: bool = False) -> dict:
 
     out = {
         "kairo_transformer_step": kairo(encoder="transformer", tokens="step"),
-        "kairo_transformer_step_post": kairo(encoder="transformer", tokens="step", norm="post"),
-        "kairo_resnet": kairo(encoder="resnet", layers=3),
-        "kairo_resnet_identity_shortcut": kairo(encoder="resnet", layers=3, shortcut="identity"),
+        "kairo_transformer_step_post": kairo(encoder="transformer", tokens="step", norm_position="post"),
+        "kairo_resnet": kairo(encoder="resnet", blocks=3),
         "torch_encoder_same_size": lambda c, k, t: TorchEncoderClassifier(
             c, k, t, **TORCH_SAME_SIZE, dropout=0.1),
     }
     if resnet_ablation:
         # edits of the ResNet this ablation was measured on (2026-11-30): the LayerNorm head
         # and PyTorch's initialisation, the default until 2026-12-02
-        base = dict(encoder="resnet", layers=3, head_norm=True, weight_init="torch")
+        base = dict(encoder="resnet", blocks=3, head_norm="true", weight_init="torch")
         out.update({
             "kairo_resnet_k753": kairo(**base, kernel_sizes=(7, 5, 3)),
             "kairo_resnet_no_head_norm": kairo(_no_head_norm, **base),
@@ -491,7 +491,7 @@ def kairo_acc_builders(resnet_ablation: bool = False) -> dict:
             # and each of the two changes alone (the default itself is kairo_resnet)
             "kairo_resnet_before_keras": kairo(**base),
             "kairo_resnet_glorot_head_norm": kairo(**{**base, "weight_init": "glorot"}),
-            "kairo_resnet_torch_init_no_head_norm": kairo(**{**base, "head_norm": False}),
+            "kairo_resnet_torch_init_no_head_norm": kairo(**{**base, "head_norm": "false"}),
         })
     return out
 
@@ -773,19 +773,15 @@ def main(argv=None) -> int:
             res["thread_probe_end"] = thread_probe()
             print(f"   thread probe {res['thread_probe_end']}", flush=True)
     res["models_notes"] = {
-        "kairo_*": "build_classifier(ModelConfig(pool='mean', d_model=64, n_heads=4, layers=2, "
+        "kairo_*": "build_classifier(ModelConfig(pool='mean', d_model=64, n_heads=4, blocks=2, "
                    "dropout=0.1)); attention dropout 0 (kairo's default) unless named; head "
                    "LayerNorm + Linear (the Transformers)",
-        "kairo_resnet": "ModelConfig(encoder='resnet', d_model=64, layers=3, pool='mean'): "
+        "kairo_resnet": "ModelConfig(encoder='resnet', d_model=64, blocks=3, pool='mean'): "
                         "kernels 8, 5, 3 as in Fawaz et al. 2019; today's defaults (since "
                         "2026-12-02: no head LayerNorm, Glorot-uniform weights, zero biases)",
         "kairo_resnet_k753": "the same with kernel_sizes=(7, 5, 3), the kernels tsai's ResNet "
                              "uses: the equal-computation comparison",
-        "kairo_resnet_identity_shortcut": "kairo_resnet with shortcut='identity' (the input "
-                                          "itself in the same-width block, kairo before "
-                                          "2026-11-30; today's default is batch norm, as in "
-                                          "Fawaz et al. and tsai)",
-        "kairo_transformer_step_post": "ModelConfig(norm='post'): LayerNorm after each "
+        "kairo_transformer_step_post": "ModelConfig(norm_position='post'): LayerNorm after each "
                                        "residual branch, as nn.TransformerEncoderLayer's default",
         "kairo_transformer_step_dropout0": "dropout=0 everywhere, the equal-computation "
                                            "comparison with torch_encoder_same_size_dropout0",
@@ -806,7 +802,7 @@ def main(argv=None) -> int:
             "still differs; edits of the ResNet before 2026-12-02 (LayerNorm head, PyTorch "
             "init)",
         "kairo_resnet_before_keras / _glorot_head_norm / _torch_init_no_head_norm":
-            "(--resnet-ablation) the ResNet default before 2026-12-02 (head_norm=True, "
+            "(--resnet-ablation) the ResNet default before 2026-12-02 (head_norm='true', "
             "weight_init='torch'), and each of the two changes that made today's default alone"}
 
     acc_data = accuracy_data(args.quick, cfg.get("acc_datasets")) if args.accuracy else None

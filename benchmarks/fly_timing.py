@@ -23,11 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-import kairo.embodied  # noqa: F401  (MUJOCO_GL=egl before flygym)
 from kairo._runs import environment
-from kairo.embodied import FlyConfig, TrialsConfig, make_controller, run_trial
-from kairo.embodied._experiments import run_trials
-from kairo.embodied._video import VideoRecorder
+from kairo.embodied import (FlyConfig, TrialsConfig, VideoRecorder, make_controller, run_trial,
+                            run_trials)
 
 from _common import atomic_write_json
 
@@ -73,8 +71,9 @@ def main(argv=None) -> int:
 
     timed("connectome_no_video")
     with tempfile.TemporaryDirectory() as tmp:
-        rec = VideoRecorder(Path(tmp) / "v.mp4", fps=cfg.fps, duration=cfg.duration,
-                            odor_xy=(cfg.odor_x, cfg.odor_y), frame_size=cfg.frame_size)
+        rec = VideoRecorder(Path(tmp) / "v.mp4", fps=cfg.fps, play_speed=cfg.play_speed,
+                            duration=cfg.duration, odor_xy=(cfg.odor_x, cfg.odor_y),
+                            frame_size=cfg.frame_size)
         timed("connectome_video", recorder=rec)
         rec.close(True)
         res["sections"]["connectome_video"]["frames"] = rec.n_frames

@@ -22,7 +22,7 @@ bandwidth (a C loop summing a 1 GiB uint64 buffer) / 784 bytes per image.
 
 Usage::
 
-    KAIRO_DATA_DIR=/work/shared/data python benchmarks/logic_inference.py [--circuit PATH ...]
+    KAIRO_DATA_DIR=../shared/data python benchmarks/logic_inference.py [--circuit PATH ...]
         [--images N] [--repeats R] [--quick]
 
 Without --circuit it trains two dense circuits with ``kairo logic train`` into --work (reused
@@ -37,6 +37,7 @@ import ctypes
 import datetime as dt
 import glob
 import json
+import logging
 import os
 import platform
 import shutil
@@ -50,8 +51,8 @@ from pathlib import Path
 import numpy as np
 
 from kairo.logic import Circuit
-from kairo.logic import _backends as be
 from kairo.logic import _bench as bb
+from kairo.logic.backends import build_shared_library, compile_c, find_compiler
 
 from _common import atomic_write_json, loadavg, pip_install_no_deps
 
@@ -118,7 +119,7 @@ def find_python312() -> str | None:
 def torchlogix_source(circuit: Circuit, tlx_dir: Path, py: str) -> str:
     """torchlogix's generated C for our netlist (live gates, one SumReduction per class)."""
     k = circuit.n_inputs
-    live = be._live_nodes(circuit)
+    live = circuit.live_nodes()
     gates = [[int(k + g), int(circuit.ops[g]), int(circuit.a[g]), int(circuit.b[g])]
              for g in np.flatnonzero(live[k:])]
     grp = circuit.n_outputs // circuit.n_classes
@@ -145,13 +146,14 @@ def bench_torchlogix(circuit, images, ref, tlx_dir: Path, repeats: int) -> dict:
             return {"skipped": f"pip install --no-deps {TORCHLOGIX} failed: {err}"}
     src = torchlogix_source(circuit, tlx_dir, py)
     t0 = time.perf_counter()
-    lib = bb._compile(src, "torchlogix", flags=bb.ANCHOR_FLAGS)
+    built = build_shared_library(src, flags=bb.ANCHOR_FLAGS, stem="torchlogix")
+    lib = ctypes.CDLL(str(built.path))
     compile_s = time.perf_counter() - t0
     fn = lib.circuit_bench_bool
     fn.argtypes, fn.restype = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int], None
     grp = circuit.n_outputs // circuit.n_classes
     odt = np.uint8 if grp <= 0xFF else np.uint16 if grp <= 0xFFFF else np.uint32
-    th = bb.numpy_thresholds(circuit)
+    th = circuit.image_input.compare_thresholds()
     n, nc, batch = len(images), circuit.n_classes, bb.ANCHOR_BATCH
     pred = np.empty(n, dtype=np.int64)
     sums = np.empty((batch, nc), dtype=odt)
@@ -168,7 +170,7 @@ def bench_torchlogix(circuit, images, ref, tlx_dir: Path, repeats: int) -> dict:
     full()
     if not np.array_equal(pred, ref):
         raise SystemExit("torchlogix's compiled C disagrees with kairo")
-    t_full = bb._time(full, repeats)
+    t_full = bb.time_calls(full, repeats)
     # C alone (circuit_bench_bool on bools thresholded beforehand; the argmax stays)
     pre = [np.ascontiguousarray((c[:, None, :] > th).reshape(len(c), -1))
            for c in bb.AnchorCircuit.batches(images)]
@@ -177,7 +179,7 @@ def bench_torchlogix(circuit, images, ref, tlx_dir: Path, repeats: int) -> dict:
         for i, bits in enumerate(pre):
             run_batch(bits, i * batch, min(batch, n - i * batch))
 
-    t_c = bb._time(c_only, repeats)
+    t_c = bb.time_calls(c_only, repeats)
     pre.clear()
     return {"images_per_s": n / min(t_full), "c_only_images_per_s": n / min(t_c),
             "seconds_best": min(t_full),
@@ -185,7 +187,7 @@ def bench_torchlogix(circuit, images, ref, tlx_dir: Path, repeats: int) -> dict:
                       "(bools packed in C, per-bit group sums) after NumPy thresholding; "
                       "argmax in NumPy",
             "flags": list(bb.ANCHOR_FLAGS), "compile_seconds": round(compile_s, 2),
-            "library_from_cache": lib.kairo_from_cache,
+            "library_from_cache": built.from_cache,
             "python_for_codegen": py, "predictions_equal": True}
 
 
@@ -201,6 +203,8 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="50,000 images, 2 repeats")
     ap.add_argument("--out")
     args = ap.parse_args(argv)
+    # the per-implementation images/s lines of kairo.logic._bench as they are measured
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
     if args.quick:
         args.images, args.repeats = 50_000, 2
     data_dir = os.environ.get("KAIRO_DATA_DIR")
@@ -213,7 +217,7 @@ def main(argv=None) -> int:
            "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
            "cpu": bb.cpu_model(), "cpu_count": os.cpu_count(), "python": platform.python_version(),
            "versions": {p: version(p) for p in ("kairo", "numpy")},
-           "gcc": subprocess.run([*be.find_compiler(), "--version"], capture_output=True,
+           "gcc": subprocess.run([*find_compiler(), "--version"], capture_output=True,
                                  text=True).stdout.splitlines()[0],
            "images": args.images, "repeats": args.repeats, "circuits": {}}
     print(f"load {loadavg()}; measuring read bandwidth …")
@@ -226,9 +230,9 @@ def main(argv=None) -> int:
         images, labels, source = bb.bench_images(c, args.images, data_dir)
         print(f"\n{name}: {c.n_gates} gates, {c.n_outputs} outputs, {c.n_classes} classes; "
               f"{len(images):,} images ({source})")
-        r = bb.run_bench(c, images, repeats=args.repeats, bandwidth_bytes=0, log=print)
+        r = bb.bench_circuit(c, images, repeats=args.repeats, bandwidth_bytes=0)
         ref = np.empty(len(images), np.int32)
-        be.compile_c(c).predict_images(images, out=ref)
+        compile_c(c).predict_images(images, out=ref)
         if not args.no_torchlogix:
             lb = loadavg()
             t = bench_torchlogix(c, images, ref.astype(np.int64), work / "torchlogix",

@@ -5,8 +5,8 @@ The network is ``kairo logic train --classes 0,1 --kernels 4 --hidden 100``: Bin
 8 kernels) → flatten (8·7·7 = 392) → LogicDense 392→100 → 100→100 → GroupSum (2 classes,
 τ = 10); cross-entropy, Adam (lr 0.01), batches of 128 MNIST 0/1 training images.
 
-* kairo      — ``kairo.logic._model.build_model`` (the code path of ``kairo logic train``,
-               backend auto = the fused numba kernels) and the step of its ``train``:
+* kairo      — ``kairo.logic.build_model`` (the code path of ``kairo logic train``,
+               engine auto = the fused numba kernels) and the step of its ``train``:
                forward, loss, backward, Adam, inside ``fused_threads`` (torch single-threaded,
                the fused loops on T threads).
 * torchlogix — its layers (FixedBinarization, LogicConv2d, OrPooling2d, LogicDense, GroupSum)
@@ -45,7 +45,7 @@ the comparison that is fairest to torchlogix there.
 
 Usage::
 
-    KAIRO_DATA_DIR=/work/shared/data python benchmarks/logic_training.py [--iters-kairo N]
+    KAIRO_DATA_DIR=../shared/data python benchmarks/logic_training.py [--iters-kairo N]
         [--iters-torchlogix M] [--threads T] [--work DIR] [--quick] [--out PATH]
 
 Writes benchmarks/results/logic_training.json (``_quick`` with --quick).
@@ -70,10 +70,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from kairo.logic import _bench as bb
-from kairo.logic._commands import LogicTrainConfig
-from kairo.logic._layers import LogicConv2d, fused_threads
-from kairo.logic._model import build_model, load_data
+from kairo._runs import cpu_model
+from kairo.logic import LogicConv2d, LogicTrainConfig, build_model, fused_threads, load_data
 
 from _common import atomic_write_json, loadavg, pip_install_no_deps
 
@@ -289,7 +287,7 @@ def main(argv=None) -> int:
         "conv_depth", "padding", "hidden", "layers", "pairing", "tau", "lr", "batch", "seed")}
     res = {"script": "benchmarks/logic_training.py",
            "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-           "cpu": bb.cpu_model(), "cpu_count": os.cpu_count(),
+           "cpu": cpu_model(), "cpu_count": os.cpu_count(),
            "python": platform.python_version(),
            "versions": {**{p: version(p) for p in ("kairo", "torch", "numpy", "numba")},
                         "torchlogix": tlx_version},

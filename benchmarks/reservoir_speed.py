@@ -14,7 +14,7 @@ Sections (each records the load average before and after, because the machine is
 
 Usage::
 
-    KAIRO_DATA_DIR=/work/shared/data python benchmarks/reservoir_speed.py [--quick] [--out PATH]
+    KAIRO_DATA_DIR=../shared/data python benchmarks/reservoir_speed.py [--quick] [--out PATH]
 
 Results go to ``benchmarks/results/reservoir_speed.json`` (``reservoir_speed_quick.json`` with
 ``--quick``, so a smoke run never overwrites the full numbers). Compare *ratios* between runs,
@@ -142,12 +142,12 @@ def consume(res, u) -> None:
 
 
 # ------------------------------------------------------------------------------- builders
-def make_kairo(weights, inputs, *, backend="scipy", dtype="float64", seed=SEED):
+def make_kairo(weights, inputs, *, engine="scipy", dtype="float64", seed=SEED):
     from kairo.reservoir import Reservoir
 
     return Reservoir(weights, input_neurons=inputs, n_inputs=1, activation="tanh", leak=LEAK,
                      input_gain=1.0, bias=0.0, input_weights="uniform", seed=seed,
-                     backend=backend, dtype=dtype)
+                     engine=engine, dtype=dtype)
 
 
 
@@ -234,14 +234,14 @@ def run_agreement(results, w, inputs, steps):
     """Same W, W_in, leak, tanh, no bias: the float64 trajectories must coincide."""
     rng = np.random.default_rng(SEED + 1)
     u = rng.uniform(-1.0, 1.0, size=(steps, 1))
-    ref = make_kairo(w, inputs, backend="scipy")
+    ref = make_kairo(w, inputs, engine="scipy")
     rpy = make_reservoirpy(ref, w)
     x_rpy = rpy.run(u)
     checks = {"n_steps": steps, "input": "uniform(-1, 1), 1 channel", "leak": LEAK,
               "activation": "tanh", "bias": 0.0,
               "state_abs_mean": round(float(np.abs(x_rpy).mean()), 6)}
     for backend in ("scipy", "torch"):
-        x_k = make_kairo(w, inputs, backend=backend).run(u, progress_bar=False)
+        x_k = make_kairo(w, inputs, engine=backend).run(u, progress_bar=False)
         checks[f"max_abs_diff_{backend}_float64"] = float(np.max(np.abs(x_k - x_rpy)))
     checks["passed"] = all(checks[f"max_abs_diff_{b}_float64"] < 1e-8
                            for b in ("scipy", "torch"))
@@ -291,7 +291,7 @@ def run_speed(results, w, inputs, cfg):
         for backend in ("torch", "scipy"):
             plans.append((f"kairo_{b}streams_{backend}_float32", b, backend, "float32", None))
     for name, b, backend, dtype, threads in plans:
-        res = make_kairo(w, inputs, backend=backend, dtype=dtype)
+        res = make_kairo(w, inputs, engine=backend, dtype=dtype)
         u = u1 if b == 1 else ub_all[:, :b]
         with torch_threads(threads) as n_threads:
             # warm-up (builds the torch CSR once) doubles as a per-config agreement check
@@ -301,8 +301,8 @@ def run_speed(results, w, inputs, cfg):
             n_steps = capped_steps(time.perf_counter() - t0, 200, steps, reps,
                                    cfg["speed_budget_s"], min_steps=200)
             best, times = best_of(lambda r=res, x=u[:n_steps]: consume(r, x), reps)
-        rec = {"streams": b, "backend": backend, "resolved_backend": res.resolve_backend(b),
-               "dtype": dtype, "torch_threads": n_threads if res.resolve_backend(b) == "torch"
+        rec = {"streams": b, "backend": backend, "resolved_backend": res.resolve_engine(b),
+               "dtype": dtype, "torch_threads": n_threads if res.resolve_engine(b) == "torch"
                else None}
         if b > 1:
             rec["max_abs_diff_stream0_vs_reservoirpy"] = float(
@@ -427,7 +427,7 @@ def run_scale(results, cfg):
         for b, backend, threads in ((1, "scipy", None), (1, "torch", None), (bs, "torch", None),
                                     (bs, "torch", 1), (bs, "scipy", None)):
             t0 = time.perf_counter()
-            res = make_kairo(w, inputs, backend=backend, dtype="float32")
+            res = make_kairo(w, inputs, engine=backend, dtype="float32")
             u = rng.uniform(-1.0, 1.0, size=(steps, b, 1))
             with torch_threads(threads) as n_threads:
                 consume(res, u[:2])  # warm-up: builds torch's CSR copy, first-touches buffers
@@ -442,7 +442,7 @@ def run_scale(results, cfg):
                     f"{'_1thread' if threads == 1 else ''}")
             rec["configs"][name] = {
                 "streams": b, "backend": backend, "auto_would_pick": make_kairo(
-                    w, inputs, backend="auto", dtype="float32").resolve_backend(b),
+                    w, inputs, engine="auto", dtype="float32").resolve_engine(b),
                 "torch_threads": n_threads if backend == "torch" else None,
                 "n_steps": n_steps, "setup_s": round(setup_s, 2), "best_s": round(best, 4),
                 "times_s": times,

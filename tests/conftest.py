@@ -1,4 +1,17 @@
-"""Shared fixtures. Tests read the real data from ``$KAIRO_DATA_DIR`` or ``../shared/data``."""
+"""Shared fixtures and the test tiers.
+
+Tests read the real data from ``$KAIRO_DATA_DIR`` or ``../shared/data``. Tiers (markers
+registered in pyproject.toml):
+
+- ``winding``: the test reads the Winding et al. 2023 archive. Every test that uses the
+  ``winding``, ``winding_zip`` or ``data_dir`` fixture gets the marker automatically; tests that
+  read the archive another way (through a command) carry it themselves. Without the archive
+  they are skipped, saying where to put it; every other test runs without it.
+- ``slow``: takes more than a few seconds; the developer loop is ``pytest -m "not slow"``.
+- ``study``: tests of ``benchmarks/studies/`` (one-off studies whose decisions are taken).
+  Off by default: they run only when selected, with ``-m study`` (or any marker expression
+  naming ``study``), ``--studies``, or by naming a file under ``tests/studies/``.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +23,9 @@ import pytest
 import scipy.sparse as sp
 
 REPO = Path(__file__).resolve().parents[1]
+WINDING_RELPATH = Path("connectome") / "winding2023" / "Supplementary-Data-S1.zip"
+# the fixtures that hand a test the data directory or the archive itself
+WINDING_FIXTURES = {"winding", "winding_zip", "data_dir"}
 
 
 def _data_dir() -> Path:
@@ -17,20 +33,61 @@ def _data_dir() -> Path:
     return Path(env) if env else (REPO.parent / "shared" / "data").resolve()
 
 
-@pytest.fixture(scope="session")
-def data_dir() -> Path:
+def _winding_missing() -> str | None:
+    """Why the Winding archive tests cannot run (None when the archive is there)."""
     d = _data_dir()
-    if not (d / "connectome" / "winding2023" / "Supplementary-Data-S1.zip").is_file():
-        pytest.fail(f"test data not found under {d}: set KAIRO_DATA_DIR to a folder laid out "
-                    f"like ../shared/data")
-    return d
+    if (d / WINDING_RELPATH).is_file():
+        return None
+    return (f"needs the Winding 2023 archive at {d / WINDING_RELPATH}: set KAIRO_DATA_DIR to a "
+            f"folder laid out like ../shared/data (or run `kairo data fetch winding2023` "
+            f"online)")
+
+
+def pytest_addoption(parser):
+    parser.addoption("--studies", action="store_true", default=False,
+                     help="also run the tests of benchmarks/studies/ (marker `study`)")
+
+
+def _studies_selected(config) -> bool:
+    if config.getoption("--studies") or "study" in (config.option.markexpr or ""):
+        return True
+    studies = (REPO / "tests" / "studies").resolve()
+    for arg in config.args:
+        path = Path(str(arg).split("::")[0]).resolve()
+        if path == studies or studies in path.parents:
+            return True
+    return False
+
+
+def pytest_collection_modifyitems(config, items):
+    missing = _winding_missing()
+    studies = _studies_selected(config)
+    skip_study = pytest.mark.skip(reason="a study's test (benchmarks/studies/): run with "
+                                         "`-m study` or --studies")
+    for item in items:
+        if WINDING_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.winding)
+        if missing and item.get_closest_marker("winding"):
+            item.add_marker(pytest.mark.skip(reason=missing))
+        if not studies and item.get_closest_marker("study"):
+            item.add_marker(skip_study)
 
 
 @pytest.fixture(autouse=True)
-def _env(monkeypatch, data_dir):
-    monkeypatch.setenv("KAIRO_DATA_DIR", str(data_dir))
+def _env(monkeypatch):
+    monkeypatch.setenv("KAIRO_DATA_DIR", str(_data_dir()))
     monkeypatch.setenv("KAIRO_OFFLINE", "1")
     monkeypatch.setenv("KAIRO_PROGRESS", "0")
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    """The data directory holding the Winding archive (tests using it are marked ``winding``
+    and skipped without it)."""
+    missing = _winding_missing()
+    if missing:
+        pytest.skip(missing)
+    return _data_dir()
 
 
 @pytest.fixture(scope="session")
@@ -42,7 +99,7 @@ def winding(data_dir):
 
 @pytest.fixture(scope="session")
 def winding_zip(data_dir) -> Path:
-    return data_dir / "connectome" / "winding2023" / "Supplementary-Data-S1.zip"
+    return data_dir / WINDING_RELPATH
 
 
 @pytest.fixture
@@ -63,17 +120,19 @@ def small():
 
 @pytest.fixture(scope="session")
 def load_benchmark():
-    """name → the module benchmarks/<name>.py, imported as when run as a script (its folder on
-    the path, for benchmarks/_common.py)."""
+    """name → the module benchmarks/<name>.py (a peer benchmark) or, for "studies/<name>",
+    benchmarks/studies/<name>.py, imported as when run as a script (benchmarks/ on the path,
+    for benchmarks/_common.py)."""
     import importlib.util
     import sys
 
-    folder = Path(__file__).resolve().parents[1] / "benchmarks"
+    folder = REPO / "benchmarks"
 
     def load(name: str):
+        path = folder / f"{name}.py"
         sys.path.insert(0, str(folder))
         try:
-            spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
+            spec = importlib.util.spec_from_file_location(Path(name).name, path)
             mod = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(mod)
         finally:

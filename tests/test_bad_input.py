@@ -26,10 +26,6 @@ from kairo.connectome import (Connectome, load_adjacency_csv, load_connectome,
 from kairo.data import REGISTRY, fetch
 from kairo.reservoir import Reservoir, RunConfig, StreamingRidgeCV, make_task
 
-REAL_DATA = Path("/work/shared/data")
-WINDING_ZIP = REAL_DATA / "connectome" / "winding2023" / "Supplementary-Data-S1.zip"
-
-
 # ---------------------------------------------------------------------------- helpers
 def _write(tmp_path: Path, name: str, text: str) -> Path:
     p = tmp_path / name
@@ -342,7 +338,7 @@ def test_config_invalid_syntax(tmp_path, name, text, kind):
 
 def test_config_invalid_choice(tmp_path):
     p = _write(tmp_path, "choice.yaml", "norm: banana\n")
-    with pytest.raises(ConfigError, match=r"norm must be one of none, spectral, row, column; "
+    with pytest.raises(ConfigError, match=r"norm: expected one of none, spectral, row, column; "
                                           r"got 'banana'"):
         build_config(RunConfig, load_config_file(p), source=str(p))
 
@@ -380,16 +376,14 @@ def test_cli_unknown_config_key_exits_2_and_leaves_no_folder(tmp_path, capsys):
     assert not out.parent.exists() or not any(out.parent.iterdir())
 
 
-@pytest.mark.skipif(not WINDING_ZIP.is_file(), reason="needs the Winding 2023 archive")
-def test_cli_run_failing_midway_leaves_no_half_written_folder(tmp_path, capsys, monkeypatch):
+def test_cli_run_failing_midway_leaves_no_half_written_folder(tmp_path, capsys, data_dir):
     from kairo.cli import main
 
-    monkeypatch.setenv("KAIRO_DATA_DIR", str(REAL_DATA))
     runs = tmp_path / "runs"
     runs.mkdir()
     out = runs / "out"
     rc = main(["reservoir", "run", "--input-group", "nonexistent_type", "--n-train", "50",
-               "--n-test", "20", "--washout", "100", "--max-delay", "5", "--backend", "scipy",
+               "--n-test", "20", "--washout", "100", "--max-delay", "5", "--engine", "scipy",
                "--out", str(out)])
     err = capsys.readouterr().err
     assert rc == 2
@@ -401,7 +395,7 @@ def test_cli_run_failing_midway_leaves_no_half_written_folder(tmp_path, capsys, 
 
 # ---------------------------------------------------------------------------- 13 reservoir
 def test_reservoir_inputs_wrong_number_of_channels(ring_weights):
-    res = Reservoir(ring_weights, input_neurons=[0], backend="scipy")
+    res = Reservoir(ring_weights, input_neurons=[0], engine="scipy")
     with pytest.raises(KairoError, match=r"inputs must have shape \(n_steps, n_inputs=1\) or "
                                          r"\(n_steps, n_streams, n_inputs=1\); got "
                                          r"\(5, 2, 3\)"):
@@ -409,19 +403,19 @@ def test_reservoir_inputs_wrong_number_of_channels(ring_weights):
 
 
 def test_reservoir_inputs_too_many_dimensions(ring_weights):
-    res = Reservoir(ring_weights, input_neurons=[0], backend="scipy")
+    res = Reservoir(ring_weights, input_neurons=[0], engine="scipy")
     with pytest.raises(KairoError, match=r"inputs must have shape .*got \(5, 2, 3, 4\)"):
         res.run(np.zeros((5, 2, 3, 4)))
 
 
 def test_reservoir_inputs_wrong_shape_reports_callers_shape(ring_weights):
-    res = Reservoir(ring_weights, input_neurons=[0], backend="scipy")
+    res = Reservoir(ring_weights, input_neurons=[0], engine="scipy")
     with pytest.raises(KairoError, match=r"inputs must have shape .*; got \(5, 2\)$"):
         res.run(np.zeros((5, 2)))
 
 
 def test_reservoir_nan_inputs(ring_weights):
-    res = Reservoir(ring_weights, input_neurons=[0], backend="scipy")
+    res = Reservoir(ring_weights, input_neurons=[0], engine="scipy")
     with pytest.raises(KairoError, match=r"inputs contain NaN or infinite values"):
         res.run(np.array([0.1, np.nan, 0.2]))
 
@@ -438,10 +432,10 @@ def test_reservoir_unknown_activation(ring_weights):
         Reservoir(ring_weights, input_neurons=[0], activation="relu")
 
 
-def test_reservoir_unknown_backend(ring_weights):
-    with pytest.raises(KairoError, match=r"unknown backend 'jax'; expected one of auto, "
+def test_reservoir_unknown_engine(ring_weights):
+    with pytest.raises(KairoError, match=r"unknown engine 'jax'; expected one of auto, "
                                          r"scipy, torch"):
-        Reservoir(ring_weights, input_neurons=[0], backend="jax")
+        Reservoir(ring_weights, input_neurons=[0], engine="jax")
 
 
 def test_reservoir_input_positions_out_of_range(ring_weights):
@@ -450,13 +444,13 @@ def test_reservoir_input_positions_out_of_range(ring_weights):
 
 
 def test_reservoir_x0_wrong_shape(ring_weights):
-    res = Reservoir(ring_weights, input_neurons=[0], backend="scipy")
+    res = Reservoir(ring_weights, input_neurons=[0], engine="scipy")
     with pytest.raises(KairoError, match=r"x0 must have shape \(1, 3\), got \(1, 5\)"):
         res.run(np.zeros(4), x0=np.zeros(5))
 
 
 def test_reservoir_zero_steps(ring_weights):
-    res = Reservoir(ring_weights, input_neurons=[0], backend="scipy")
+    res = Reservoir(ring_weights, input_neurons=[0], engine="scipy")
     with pytest.raises(KairoError, match=r"inputs.*step"):
         res.run(np.zeros(0))
 

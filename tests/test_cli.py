@@ -13,6 +13,8 @@ FAST = ["--n-train", "200", "--n-test", "100", "--washout", "50", "--cv", "3",
         "--readout-group", "DN-VNC"]
 
 
+@pytest.mark.slow
+@pytest.mark.winding
 def test_run_writes_results_folder(tmp_path, capsys):
     out = tmp_path / "r"
     assert main(["reservoir", "run", "--task", "narma10", "--norm", "row", *FAST,
@@ -55,6 +57,8 @@ def test_environment_records_the_cpu(monkeypatch):
             get_cpu_capability()
 
 
+@pytest.mark.slow
+@pytest.mark.winding
 def test_config_file_flags_override_and_rerun_is_identical(tmp_path):
     cfg = tmp_path / "c.toml"
     cfg.write_text('task = "memory-capacity"\nmax_delay = 5\nn_train = 200\nn_test = 100\n'
@@ -72,6 +76,7 @@ def test_config_file_flags_override_and_rerun_is_identical(tmp_path):
     assert m1["mc"] == m2["mc"]
 
 
+@pytest.mark.winding
 def test_existing_out_needs_overwrite(tmp_path, capsys):
     out = tmp_path / "p"
     assert main(["reservoir", "propagate", "--steps", "3", "--out", str(out)]) == 0
@@ -91,21 +96,28 @@ def test_data_commands(capsys, data_dir):
     assert "mnist/t10k-labels-idx1-ubyte" in out
 
 
-def test_demo_quick(tmp_path, capsys):
+@pytest.mark.slow
+@pytest.mark.winding
+def test_demo_quick(tmp_path, capsys, caplog):
+    import logging
+
+    caplog.set_level(logging.INFO, logger="kairo.progress")
     out = tmp_path / "demo"
     assert main(["demo", "--quick", "--out", str(out)]) == 0
     report = (out / "report.md").read_text()
-    err = capsys.readouterr().err              # a line as each section starts and ends
+    sections = report.count("\n## ")
+    # a line as each section starts and ends (the progress log, shown without -v)
+    log = caplog.text
     for name in ("reservoir compare", "fly run", "logic train", "tsc train"):
-        assert f"demo: {name}" in err
-    assert err.count(" done in ") == 8
+        assert f"] {name} (" in log                 # "demo: [i/n] <command> (<section>)"
+    assert log.count("demo: [") == log.count(" done in ") == sections >= 12
     assert sorted(p.name for p in tmp_path.iterdir()) == ["demo"]      # no temporary left
     for section in ("propagate", "narma10-row", "compare-memory-capacity", "sweep-alpha"):
         assert f"## {section}" in report
         assert (out / section / "config.yaml").is_file()
     assert len(list(out.rglob("*.png"))) >= 5
     # the logic family: trained, exported, verified
-    assert "## logic-0-vs-1" in report and "bit-exact" in report
+    assert "## logic-train" in report and "## logic-verify" in report and "bit-exact" in report
     # even the quick run learns (it once stopped at 100 iterations, at chance: 54 %)
     logic = json.loads((out / "logic-train" / "metrics.json").read_text())
     assert logic["test_accuracy_circuit"] > 0.9 and logic["circuit_matches_model"]
@@ -113,8 +125,10 @@ def test_demo_quick(tmp_path, capsys):
               "logic-verify/verify.json"):
         assert (out / f).is_file()
     # the time-series section: metrics, maps, and the pooling weights of every test series
-    assert "## tsc-gunpoint" in report and (out / "tsc-maps" / "pooling.csv").is_file()
+    assert "## tsc-train" in report and (out / "tsc-maps" / "pooling.csv").is_file()
     assert "pooling weights over the 150 test series" in report
+    # every section says how to re-run it from the report folder
+    assert report.count("Re-run: `kairo ") == sections
     # the fly, when the [fly] extra is installed
     import importlib.util
 
@@ -127,38 +141,43 @@ def test_demo_quick(tmp_path, capsys):
 def test_sigterm_unwinds_the_results_folder(tmp_path, capsys, monkeypatch):
     """SIGTERM during a command: the hidden temp folder is removed (as for Ctrl-C), the exit
     code is 143, and the default handler is back once main returns."""
+    import dataclasses
     import os
     import signal
 
-    import kairo.cli as cli
-    from kairo._runs import ResultsDir
+    from kairo import _app
 
-    def killed(cmd, args):
-        with ResultsDir(tmp_path / "run", command="kairo tsc test", config={}) as rd:
-            rd.write_json("partial.json", {"x": 1})
-            os.kill(os.getpid(), signal.SIGTERM)
-            raise AssertionError("SIGTERM did not interrupt the command")
+    def killed(cfg, rd):
+        rd.add("partial.json", {"x": 1})
+        os.kill(os.getpid(), signal.SIGTERM)
+        raise AssertionError("SIGTERM did not interrupt the command")
 
-    monkeypatch.setattr(cli, "_run_tsc", killed)
-    assert main(["tsc", "list"]) == 143
+    cmd = _app.get_command("tsc encodings")
+    monkeypatch.setitem(_app.commands(), cmd.name, dataclasses.replace(cmd, run=killed))
+    assert main(["tsc", "encodings", "--out", str(tmp_path / "run")]) == 143
     assert "terminated (SIGTERM)" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []                    # neither run/ nor .run.xxxx
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
 
 
-def test_tsc_run_records_carry_torch_kernels_and_resnet_layout_without_importing_torch():
-    # compare-pooling and benchmark train in worker processes; the parent, which writes
-    # run.json, never imported torch, yet the record must say which kernels and layout ran
+@pytest.mark.slow
+def test_tsc_grid_records_torch_kernels_and_resnet_layout(tmp_path):
+    # compare-pooling trains in worker processes; the parent, which writes run.json, must
+    # still record which torch kernels ran and which layout "auto" chose for the ResNet
     import subprocess
 
-    code = ("import sys, kairo.attention; from kairo._runs import environment; "
-            "assert 'torch' not in sys.modules; e = environment(); "
-            "print(e['torch_cpu_capability'], e['resnet_auto_layout'])")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.split()
-    from kairo.attention._encoders import _cpu_capability, resnet_layout
-
-    assert out == [_cpu_capability(), resnet_layout("auto")]
+    out = tmp_path / "cmp"
+    assert main(["tsc", "compare-pooling", "--datasets", "ItalyPowerDemand", "--encoders",
+                 "resnet", "--pools", "mean,max", "--seeds", "1", "--epochs", "1",
+                 "--d-model", "8", "--blocks", "1", "--patience", "0", "--workers", "2",
+                 "--out", str(out)]) == 0
+    run = json.loads((out / "run.json").read_text())
+    code = ("import torch; from kairo.attention import resnet_layout; "
+            "print(torch.backends.cpu.get_cpu_capability(), resnet_layout('auto'))")
+    here = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout.split()
+    assert [run["environment"]["torch_cpu_capability"], run["resolved"]["resnet_layout"]] \
+        == here
 
 
 def test_atomic_folder_publishes_whole_or_nothing(tmp_path):
@@ -186,21 +205,34 @@ def test_atomic_folder_publishes_whole_or_nothing(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["res"]
 
 
-def test_registered_environment_hooks_reach_run_records(tmp_path, monkeypatch):
+def test_run_records_hold_resolved_values_inputs_and_files(tmp_path):
+    """What a run resolved ("auto" settings), the checksums of its inputs and the files it
+    wrote reach run.json; the config keeps what was asked for."""
     import dataclasses
 
     from kairo import _runs
 
-    @dataclasses.dataclass
+    @dataclasses.dataclass(frozen=True)
     class Cfg:
-        seed: int = 0
+        seed: int = 3
+        engine: str = "auto"
 
-    monkeypatch.setitem(_runs._ENV_HOOKS, "test", lambda: {"test_field": 7})
-    assert _runs.environment()["test_field"] == 7
+    data = tmp_path / "in.txt"
+    data.write_text("data")
     with _runs.ResultsDir(tmp_path / "run", command="test", config=Cfg()) as rd:
-        rd.write_text("x.txt", "x")
+        rd.resolve("engine", "scipy")
+        rd.record_input("in", data)
+        rd.add("x.txt", "x")
+        (rd.path / "model.bin").write_bytes(b"1")
+        rd.add("model.bin")
+        with pytest.raises(FileNotFoundError, match="listed in the results but not written"):
+            rd.add("missing.bin")
     run = json.loads((tmp_path / "run" / "run.json").read_text())
-    assert run["environment"]["test_field"] == 7
+    assert run["seed"] == 3 and run["config"] == {"seed": 3, "engine": "auto"}
+    assert run["resolved"] == {"engine": "scipy"}
+    assert run["data"] == {"in": {"path": str(data), "sha256": _runs.file_sha256(data)}}
+    assert run["files"] == ["model.bin", "x.txt"]
+    assert yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())["engine"] == "auto"
 
 
 def test_results_get_the_usual_permissions(tmp_path):

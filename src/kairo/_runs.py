@@ -4,6 +4,7 @@ tables and figures into one folder, created atomically (a failed run leaves noth
 from __future__ import annotations
 
 import contextlib
+import logging
 import datetime as _dt
 import importlib.metadata
 import json
@@ -20,10 +21,12 @@ import yaml
 from kairo._config import config_to_dict
 from kairo._errors import KairoError
 
-__all__ = ["ResultsDir", "environment", "register_environment", "default_out", "atomic_write",
-           "atomic_write_text", "atomic_folder", "cpu_model", "cpu_flags"]
+log = logging.getLogger(__name__)
 
-_PACKAGES = ("kairo", "numpy", "scipy", "pandas", "scikit-learn", "torch", "matplotlib",
+__all__ = ["ResultsDir", "environment", "default_out", "atomic_write",
+           "atomic_write_text", "atomic_path", "atomic_folder", "cpu_model", "cpu_flags", "file_sha256"]
+
+_PACKAGES = ("kairo-circuits", "numpy", "scipy", "pandas", "scikit-learn", "torch", "matplotlib",
              "reservoirpy", "flygym", "mujoco")
 
 
@@ -62,21 +65,9 @@ def cpu_model() -> str:
     return f"{name}{fam}" + (f" ({', '.join(simd)})" if simd else "")
 
 
-_ENV_HOOKS: dict[str, object] = {}
-
-
-def register_environment(name: str, hook) -> None:
-    """Have every run record made in this process carry ``hook()`` (a dict) in its environment.
-
-    A family registers one when it is imported, for what shapes its results beyond the package
-    versions (e.g. the attention models: torch's CPU kernels and the ResNet's layout, which fix
-    the float order of a seeded run even when only worker processes ran the models)."""
-    _ENV_HOOKS[name] = hook
-
-
 def environment() -> dict:
     """Versions of Python, kairo and the libraries that shape results, the CPU, machine load,
-    and what the imported families registered (:func:`register_environment`)."""
+    and torch's CPU kernels when the run used torch."""
     versions = {}
     for p in _PACKAGES:
         try:
@@ -87,8 +78,6 @@ def environment() -> dict:
            "machine": platform.machine(), "cpu": cpu_model(), "cpu_count": os.cpu_count(),
            "loadavg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
            "packages": versions}
-    for hook in list(_ENV_HOOKS.values()):      # before the torch fields: a hook may import it
-        env.update(hook())
     torch = sys.modules.get("torch")          # only when the run used it (importing is slow)
     if torch is not None:
         env["torch_cpu_capability"] = torch.backends.cpu.get_cpu_capability()
@@ -106,20 +95,30 @@ def _umask() -> int:
     return mask
 
 
-def atomic_write(path, write) -> Path:
-    """Call ``write(tmp)`` on a temporary sibling of ``path``, then rename it over ``path``:
-    readers never see a half-written file, and a failure leaves the old file (or none)."""
+@contextlib.contextmanager
+def atomic_path(path, suffix: str = ".tmp"):
+    """Yield a temporary sibling of ``path`` to write; on success it is renamed over ``path``,
+    on error deleted: readers never see a half-written file, and a failure leaves the old
+    file (or none). For a file written over time (a video, a download); ``suffix`` for
+    writers that infer the format from the name."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
     os.close(fd)
     os.chmod(tmp, 0o666 & ~_umask())      # mkstemp's 0600 would make results private
     try:
-        write(tmp)
+        yield Path(tmp)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-    return path
+
+
+def atomic_write(path, write) -> Path:
+    """Call ``write(tmp)`` on a temporary sibling of ``path``, then rename it over ``path``
+    (see :func:`atomic_path`)."""
+    with atomic_path(path) as tmp:
+        write(str(tmp))
+    return Path(path)
 
 
 def atomic_write_text(path, text: str) -> Path:
@@ -185,6 +184,10 @@ class ResultsDir:
 
     Files are written into a hidden temporary sibling; on success it is renamed to ``out``
     (replacing an old folder only with ``overwrite=True``); on error it is deleted.
+
+    A resumable command keeps its state in :attr:`checkpoint` (``<out>.checkpoint.pt``, next
+    to the folder, so it outlives a failed attempt); it is deleted once the folder is
+    committed, together with any file passed to :meth:`discard_on_success`.
     """
 
     def __init__(self, out, *, command: str, config, overwrite: bool = False):
@@ -193,12 +196,16 @@ class ResultsDir:
         self.config = config
         self.overwrite = overwrite
         self.data_files: dict[str, dict] = {}
+        self.resolved: dict = {}
         self.files: list[str] = []
+        self.checkpoint = self.out.with_name(self.out.name + ".checkpoint.pt")
+        self._discard: list[Path] = []
         if self.out.exists() and not overwrite:
             raise KairoError(f"output folder {self.out} already exists; choose another --out "
                              f"or pass --overwrite")
 
     def __enter__(self) -> ResultsDir:
+        self._ckpt_before = _mtime(self.checkpoint)
         self._folder = atomic_folder(self.out, overwrite=self.overwrite)
         self.path = self._folder.__enter__()
         self.started = _dt.datetime.now(_dt.timezone.utc)
@@ -212,37 +219,53 @@ class ResultsDir:
                 self._folder.__exit__(type(e), e, e.__traceback__)
                 raise
         self._folder.__exit__(exc_type, exc, tb)
+        if exc_type is None:
+            for p in [self.checkpoint, *self._discard]:
+                Path(p).unlink(missing_ok=True)
+        elif _mtime(self.checkpoint) not in (None, self._ckpt_before):
+            # a run that stopped after saving state says where it is, so nobody is surprised
+            # that the next run resumes (or wonders what the file next to --out is)
+            log.warning("%s stopped; its checkpoint %s is kept: the same command resumes from "
+                        "it (delete it to start over)", self.command, self.checkpoint)
 
     # ---------------------------------------------------------------- writers
-    def record_data(self, label: str, path, sha256: str) -> None:
-        self.data_files[label] = {"path": str(path), "sha256": sha256}
-
-    def write_json(self, name: str, obj) -> Path:
+    def add(self, name: str, obj=None) -> Path:
+        """Write ``obj`` as ``name`` in the folder and list it in run.json: a dict or list
+        (JSON), a pandas DataFrame (CSV), a str (text) or a Matplotlib figure (PNG/SVG/PDF,
+        closed after saving). ``obj=None`` lists a file something else wrote there."""
         p = self.path / name
-        p.write_text(json.dumps(obj, indent=2, default=_jsonable, allow_nan=True) + "\n")
-        self.files.append(name)
+        if obj is None:
+            if not p.is_file():
+                raise FileNotFoundError(f"{p}: listed in the results but not written")
+        elif isinstance(obj, (dict, list)):
+            p.write_text(json.dumps(obj, indent=2, default=_jsonable, allow_nan=True) + "\n")
+        elif isinstance(obj, str):
+            p.write_text(obj)
+        elif hasattr(obj, "to_csv"):
+            obj.to_csv(p, index=False)
+        elif hasattr(obj, "savefig"):
+            import matplotlib.pyplot as plt
+
+            obj.savefig(p, dpi=120, bbox_inches="tight")
+            plt.close(obj)
+        else:
+            raise TypeError(f"cannot write a {type(obj).__name__} as {name}")
+        if name not in self.files:
+            self.files.append(name)
         return p
 
-    def write_table(self, name: str, df) -> Path:
-        p = self.path / name
-        df.to_csv(p, index=False)
-        self.files.append(name)
-        return p
+    def record_input(self, label: str, path) -> None:
+        """Record an input file's path and SHA-256 in run.json."""
+        self.data_files[label] = {"path": str(path), "sha256": file_sha256(path)}
 
-    def write_text(self, name: str, text: str) -> Path:
-        p = self.path / name
-        p.write_text(text)
-        self.files.append(name)
-        return p
+    def resolve(self, name: str, value) -> None:
+        """Record what an ``"auto"`` (or otherwise derived) setting resolved to; the config
+        keeps ``"auto"`` so a re-run resolves it again."""
+        self.resolved[name] = value
 
-    def save_figure(self, fig, name: str) -> Path:
-        import matplotlib.pyplot as plt
-
-        p = self.path / name
-        fig.savefig(p, dpi=120, bbox_inches="tight")
-        plt.close(fig)
-        self.files.append(name)
-        return p
+    def discard_on_success(self, path) -> None:
+        """Delete ``path`` (a scratch file beside the folder) once the run is committed."""
+        self._discard.append(Path(path))
 
     def _write_manifest(self) -> None:
         cfg = config_to_dict(self.config)
@@ -252,6 +275,28 @@ class ResultsDir:
         run = {"command": f"kairo {self.command}", "argv": sys.argv,
                "started": self.started.isoformat(),
                "finished": _dt.datetime.now(_dt.timezone.utc).isoformat(),
-               "seed": cfg.get("seed"), "config": cfg, "data": self.data_files,
-               "environment": environment(), "files": sorted(self.files)}
+               "seed": cfg.get("seed"), "config": cfg, "resolved": self.resolved,
+               "data": self.data_files, "environment": environment(),
+               "files": sorted(self.files)}
         (self.path / "run.json").write_text(json.dumps(run, indent=2, default=_jsonable) + "\n")
+
+
+def _mtime(path: Path) -> int | None:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return None
+
+
+_SHA_CACHE: dict[tuple, str] = {}
+
+
+def file_sha256(path) -> str:
+    """SHA-256 of a file, remembered per (path, size, mtime) within the process."""
+    from kairo.data import sha256sum
+
+    st = os.stat(path)
+    key = (str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
+    if key not in _SHA_CACHE:
+        _SHA_CACHE[key] = sha256sum(path)
+    return _SHA_CACHE[key]

@@ -5,7 +5,6 @@ without a key-padding mask) and the same gradients; swapping k and v breaks the 
 from __future__ import annotations
 
 
-import numpy as np
 import pytest
 import torch
 
@@ -140,80 +139,3 @@ def test_every_speed_and_accuracy_model_builds_and_runs(bench):
         model = (build() if name.startswith("speed") else build(1, 3, 40)).eval()
         with torch.no_grad():
             assert model(x).shape == (2, 3), name
-
-
-@pytest.mark.parametrize("train", [True, False])
-@pytest.mark.parametrize("layout", ["channels_last", "bct"])
-def test_resnet_layout_probe_copies_kairos_function(load_benchmark, train, layout):
-    # the layout probe times kairo's ResNet in both layouts against a plain [B, C, T] copy; the
-    # timing means something only if the copy computes the same function (train and eval mode)
-    from kairo.attention import ModelConfig, build_classifier
-
-    probe = load_benchmark("resnet_layout")
-    torch.manual_seed(0)
-    kairo = build_classifier(ModelConfig(encoder="resnet", layers=3, pool="mean"), 1, 4, 37)
-    kairo.encoder.layout = layout
-    plain = probe.PlainResNet(kairo)
-    kairo.train(train), plain.train(train)
-    x = torch.randn(5, 1, 37)
-    with torch.no_grad():
-        assert torch.allclose(kairo(x), plain(x), atol=1e-5)
-        plain.blocks[1].convs[0].weight[0, 0, 0] += 1.0          # a copy that differs shows it
-        assert not torch.allclose(kairo(x), plain(x), atol=1e-5)
-
-
-def _runs_dir(path, datasets, seeds=3, encoder="resnet"):
-    import pandas as pd
-
-    rng = np.random.default_rng(sum(map(ord, path.name)))
-    rows = [{"dataset": d, "encoder": encoder, "pool": p, "time_warp": 0.0, "seed": s,
-             "test_accuracy": float(rng.uniform(0.5, 1.0)), "test_macro_f1": 0.5,
-             "val_accuracy": 0.5, "best_epoch": 1, "epochs_run": 1, "seconds": 1.0,
-             "n_params": 10}
-            for d in datasets for p in ("mean", "max", "mha") for s in range(seeds)]
-    path.mkdir()
-    pd.DataFrame(rows).to_csv(path / "runs.csv", index=False)
-    (path / "config.yaml").write_text(f"datasets: {datasets}\n")
-    return path
-
-
-def test_pooling_combine_equals_one_run_over_the_joined_tables(load_benchmark, tmp_path):
-    import pandas as pd
-
-    from kairo.attention._compare import pooling_tests
-
-    probe = load_benchmark("pooling_combine")
-    a = _runs_dir(tmp_path / "a", ["GunPoint", "ArrowHead"])
-    b = _runs_dir(tmp_path / "b", ["JapaneseVowels"])
-    c = _runs_dir(tmp_path / "c", ["GunPoint"], encoder="transformer")
-    assert probe.main([str(a), str(b), str(c), "--out", str(tmp_path / "out")]) == 0
-    joined = pd.concat([pd.read_csv(d / "runs.csv") for d in (a, b, c)], ignore_index=True)
-    got = pd.read_csv(tmp_path / "out" / "tests.csv")
-    want = pooling_tests(joined)
-    pd.testing.assert_frame_equal(got, want, check_dtype=False)
-    assert set(got.encoder) == {"resnet", "transformer", "all"}
-    assert got[(got.encoder == "resnet") & (got.pool == "max")].pairs.item() == 9
-    assert {p.name for p in (tmp_path / "out").iterdir()} == {
-        "runs.csv", "summary.csv", "tests.csv", "pooling.png", "sources.json"}
-
-
-def test_pooling_combine_refuses_overlap_bad_tables_and_an_existing_out(load_benchmark,
-                                                                         tmp_path, capsys):
-    probe = load_benchmark("pooling_combine")
-    a = _runs_dir(tmp_path / "a", ["GunPoint"])
-    b = _runs_dir(tmp_path / "b", ["GunPoint", "ArrowHead"])
-    (tmp_path / "empty").mkdir()
-    (tmp_path / "bad").mkdir()
-    (tmp_path / "bad" / "runs.csv").write_text("dataset,accuracy\nGunPoint,0.9\n")
-    cases = [([a, b], "may come from one folder only"),
-             ([a, tmp_path / "empty"], "empty/runs.csv: cannot read"),
-             ([a, tmp_path / "bad"], "bad/runs.csv: expected a runs.csv of kairo tsc "
-                                     "compare-pooling"),
-             ([a], "exists; choose a new folder")]
-    for dirs, msg in cases:
-        out = a if msg.startswith("exists") else tmp_path / "out"
-        with pytest.raises(SystemExit):
-            probe.main([*map(str, dirs), "--out", str(out)])
-        assert msg in capsys.readouterr().err
-        assert not (tmp_path / "out").exists()
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []

@@ -13,11 +13,11 @@ import pytest
 from kairo._errors import DataError
 from kairo.attention import _train
 from kairo.attention._compare import _one, cv_folds, cv_summary
-from kairo.attention._configs import ModelConfig, TrainConfig
+from kairo.attention._config import ModelConfig, TrainConfig
 from kairo.attention._data import load_dataset
 from kairo.cli import main
 
-TINY = ["--epochs", "2", "--d-model", "8", "--layers", "1", "--workers", "1"]
+TINY = ["--epochs", "2", "--d-model", "8", "--blocks", "1", "--workers", "1"]
 
 
 def test_cv_folds_partition_and_stratify():
@@ -65,14 +65,14 @@ def test_a_fold_job_trains_on_the_other_folds_only():
     """A fold job equals fitting the fold's training part by hand and scoring its held-out
     part; the test split is not scored."""
     train = load_dataset("ItalyPowerDemand", "train")
-    m = ModelConfig(encoder="resnet", pool="mean", d_model=8, layers=1)
+    m = ModelConfig(encoder="resnet", pool="mean", d_model=8, blocks=1)
     t = TrainConfig(epochs=2, val_fraction=0.0, seed=1, threads=1, time_warp=0.2)
     job = {"dataset": "ItalyPowerDemand", "model": dataclasses.asdict(m),
            "train": dataclasses.asdict(t), "threads": 1, "mnist1d_length": 40,
            "fold": {"folds": 3, "index": 2, "split_seed": 1}}
     row = _one(job)
     fit_idx, out_idx = cv_folds(train.y, 3, 1)[2]
-    res = _train.fit(m, t, train.subset(fit_idx), log=lambda *_: None, progress_bar=False)
+    res = _train.fit(m, t, train.subset(fit_idx), progress_bar=False)
     pred = _train.evaluate(res["model"], train.subset(out_idx))["pred"]
     assert row["cv_hits"] == int((pred == train.y[out_idx]).sum())
     assert row["cv_n"] == len(out_idx) and row["fold"] == 2 and row["time_warp"] == 0.2
@@ -165,20 +165,24 @@ def test_reuse_without_the_configured_candidates_is_refused(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, fragment", [
-    (["--select", "kfold"], "select must be one of holdout, cv"),
-    (["--folds", "1"], "folds must be an integer ≥ 2"),
-    (["--cv-repeats", "0"], "cv_repeats must be an integer ≥ 1"),
-    (["--time-warps", "0,-0.1"], "time_warps: each candidate must be a finite number ≥ 0"),
+    (["--select", "kfold"], "invalid choice: 'kfold'"),             # refused by argparse
+    (["--folds", "1"], "folds must be ≥ 2, got 1"),
+    (["--cv-repeats", "0"], "cv_repeats must be ≥ 1, got 0"),
+    (["--time-warps", "0,-0.1"], "time_warps must be ≥ 0.0, got -0.1"),
     (["--time-warps", "0.2,0.2"], "lists a candidate twice"),
-    (["--select", "cv", "--refit", "false"], "select cv needs refit"),
+    (["--select", "cv", "--no-refit"], "select cv needs refit"),
     (["--select", "cv", "--datasets", "ArrowHead", "--time-warps", "0,0.2", "--folds", "13"],
      "dataset ArrowHead: folds: 13-fold cross-validation needs at least 13 training series of "
      "every class; the smallest class has 12"),
 ])
 def test_bad_cv_options_get_a_clear_error(argv, fragment, tmp_path, capsys):
-    assert main(["tsc", "benchmark", *argv, "--out", str(tmp_path / "o")]) == 2
+    try:
+        rc = main(["tsc", "benchmark", *argv, "--out", str(tmp_path / "o")])
+    except SystemExit as exc:              # a field's choices: argparse's own error
+        rc = exc.code
+    assert rc == 2
     err = capsys.readouterr().err
-    assert "kairo: error:" in err and fragment in err, err
+    assert ("kairo: error:" in err or "kairo tsc benchmark" in err) and fragment in err, err
     assert not (tmp_path / "o").exists()
 
 
@@ -195,51 +199,62 @@ def test_reuse_of_a_holdout_table_with_select_cv_is_refused(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
-def test_reuse_checks_the_settings_the_runs_were_trained_with(tmp_path, capsys):
+def test_reuse_checks_the_settings_the_runs_were_trained_with(tmp_path, capsys, recwarn):
     """A reused table's config.yaml must match this run's model and training settings; a
-    field an older kairo did not write counts as the value runs had then; a table without
-    config.yaml is used with a warning."""
+    setting it does not record is reported, not assumed; a table without config.yaml is used
+    with a warning."""
+    import yaml
+
     path = tmp_path / "runs.csv"
     pd.DataFrame([{"dataset": "ItalyPowerDemand", "encoder": "resnet", "pool": "mean",
-                   "seed": s, "test_accuracy": 0.9, "val_accuracy": 0.8} for s in (0, 1)]
-                 ).to_csv(path, index=False)
+                   "time_warp": 0.0, "seed": s, "test_accuracy": 0.9, "val_accuracy": 0.8}
+                  for s in (0, 1)]).to_csv(path, index=False)
     argv = ["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--encoders", "resnet",
-            "--pools", "mean", "--refit", "false", "--reuse", str(path)]
-    assert main([*argv, "--out", str(tmp_path / "a")]) == 0
-    err = capsys.readouterr().err
-    assert "no config.yaml next to it" in err and "cannot be checked" in err
-    # an older run directory: no shortcut or bn_stats field, trained with d_model 32
-    (tmp_path / "config.yaml").write_text("d_model: 32\nepochs: 200\nencoders: [resnet]\n")
-    assert main([*argv, "--out", str(tmp_path / "b")]) == 2
-    err = capsys.readouterr().err
-    assert ("d_model: 32 there, 64 here; shortcut: 'identity' there, 'bn' here; head_norm: "
-            "True there, 'auto' here (resnet: True there, False here); weight_init: 'torch' "
-            "there, 'auto' here (resnet: 'torch' there, 'glorot' here); bn_stats: 'running' "
-            "there, 'recompute' here;") in err, err
-    assert not (tmp_path / "b").exists()
-    # the same settings pass; a Transformer-only grid has no ResNet shortcut to compare, and
-    # its "auto" head options were the Transformer's defaults
-    (tmp_path / "config.yaml").write_text("shortcut: bn\nbn_stats: recompute\nhead_norm: auto\n"
-                                          "weight_init: auto\n")
-    assert main([*argv, "--out", str(tmp_path / "c")]) == 0
-    (tmp_path / "config.yaml").write_text("encoders: [transformer]\nbn_stats: recompute\n")
-    assert main([*argv, "--out", str(tmp_path / "d")]) == 0
-    assert "warning" not in capsys.readouterr().err
-    # runs from before the head options had the LayerNorm head and PyTorch's initialisation,
-    # not today's ResNet default ("auto": Keras's head and initialisation)
-    (tmp_path / "config.yaml").write_text("shortcut: bn\nbn_stats: recompute\n")
-    assert main([*argv, "--out", str(tmp_path / "e")]) == 2
-    assert ("head_norm: True there, 'auto' here (resnet: True there, False here); weight_init: "
-            "'torch' there, 'auto' here (resnet: 'torch' there, 'glorot' here)"
-            in capsys.readouterr().err)
+            "--pools", "mean", "--no-refit", "--reuse", str(path)]
+    with pytest.warns(UserWarning, match="no config.yaml next to it.*cannot be checked"):
+        assert main([*argv, "--out", str(tmp_path / "a")]) == 0
+    saved = yaml.safe_load((tmp_path / "a" / "config.yaml").read_text())
+    assert (saved["head_norm"], saved["weight_init"]) == ("auto", "auto")
+
+    def write(drop=(), **changes):
+        values = {k: v for k, v in {**saved, **changes}.items() if k not in drop}
+        (tmp_path / "config.yaml").write_text(yaml.safe_dump(values))
+
+    def refused(out, *args):
+        assert main([*argv, *args, "--out", str(tmp_path / out)]) == 2
+        assert not (tmp_path / out).exists()
+        return capsys.readouterr().err
+
+    # the settings a run wrote pass, without a warning
+    write()
+    recwarn.clear()
+    assert main([*argv, "--out", str(tmp_path / "same")]) == 0
+    assert not [w for w in recwarn if "--reuse" in str(w.message)]
+    # other settings are refused, each named
+    write(d_model=32, bn_stats="running")
+    err = refused("b")
+    assert "d_model: 32 there, 64 here; " in err and \
+        "bn_stats: 'running' there, 'recompute' here" in err, err
+    # a setting the file does not record is not assumed to match
+    write(drop=("head_norm", "epochs"))
+    err = refused("c")
+    assert "epochs: '(not recorded)' there, 200 here" in err, err
+    assert "head_norm: '(not recorded)' there, 'auto' here" in err, err
+    # "auto" is each encoder's default: the LayerNorm head and PyTorch's initialisation are
+    # not the ResNet's (Keras's head and initialisation)
+    write(head_norm="true", weight_init="torch")
+    assert ("head_norm: 'true' there, 'auto' here (resnet: True there, False here); "
+            "weight_init: 'torch' there, 'auto' here (resnet: 'torch' there, 'glorot' here)"
+            in refused("e"))
     assert main([*argv, "--head-norm", "true", "--weight-init", "torch",
                  "--out", str(tmp_path / "e2")]) == 0
     keras = ["--head-norm", "false", "--weight-init", "glorot"]
-    assert main([*argv, *keras, "--out", str(tmp_path / "e3")]) == 2
-    assert ("head_norm: True there, False here; weight_init: 'torch' there, 'glorot' here"
-            in capsys.readouterr().err)
-    (tmp_path / "config.yaml").write_text("shortcut: bn\nbn_stats: recompute\nhead_norm: false\n"
-                                          "weight_init: glorot\n")
+    assert ("head_norm: 'true' there, 'false' here; weight_init: 'torch' there, 'glorot' here"
+            in refused("e3", *keras))
+    # but they are the Transformer's: a Transformer-only grid's runs had them under "auto"
+    write(encoders=["transformer"], head_norm="true", weight_init="torch")
+    assert main([*argv, "--out", str(tmp_path / "d")]) == 0
+    write(head_norm="false", weight_init="glorot")
     assert main([*argv, *keras, "--out", str(tmp_path / "f")]) == 0
     assert main([*argv, "--out", str(tmp_path / "g")]) == 0       # auto is that for resnet
 
@@ -247,15 +262,20 @@ def test_reuse_checks_the_settings_the_runs_were_trained_with(tmp_path, capsys):
 def test_grid_jobs_resolve_auto_head_options_per_encoder():
     """A grid over both encoders gives each its own "auto" head options (ResNet: Keras's head
     and initialisation; Transformer: LayerNorm head, PyTorch's), and explicit options reach
-    both; a job's model config is built for its encoder, not copied from another's."""
+    both; a job's model config is built for its encoder, not copied from another's. The jobs
+    carry "auto" (resolved when each model is built)."""
     from kairo._config import build_config
     from kairo.attention._compare import CompareConfig, _jobs
 
     def heads(**flags):
         cfg = build_config(CompareConfig, flag_values={"datasets": "GunPoint", "seeds": "1",
                                                        **flags})
-        return {j["model"]["encoder"]: (j["model"]["head_norm"], j["model"]["weight_init"])
-                for j in _jobs(cfg, [("resnet", "mean"), ("transformer", "mean")])}
+        jobs = _jobs(cfg, [("resnet", "mean"), ("transformer", "mean")])
+        for j in jobs:
+            assert (j["model"]["head_norm"], j["model"]["weight_init"]) == \
+                (flags.get("head_norm", "auto"), flags.get("weight_init", "auto"))
+        return {j["model"]["encoder"]: tuple(ModelConfig(**j["model"]).resolved().values())
+                for j in jobs}
 
     assert heads() == {"resnet": (False, "glorot"), "transformer": (True, "torch")}
     assert heads(head_norm="true", weight_init="torch") == {"resnet": (True, "torch"),

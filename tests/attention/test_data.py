@@ -146,6 +146,7 @@ def test_mnist1d_length_is_settable():
         make_mnist1d(0)
 
 
+@pytest.mark.slow
 def test_mnist1d_standard_split_is_hard_for_a_linear_model():
     from sklearn.linear_model import LogisticRegression
 
@@ -176,7 +177,7 @@ def test_from_arrays_unequal_lengths_need_pad():
     series = [np.arange(5.0), np.arange(3.0), np.arange(7.0)]
     with pytest.raises(DataError, match=r"different lengths \(3 to 7 steps; shorter than 7: "
                                         r"series 0, 1, counted from 0\); pass pad=True "
-                                        r"\(--pad true"):
+                                        r"\(--pad on"):
         from_arrays(series, [0, 1, 0])
     d = from_arrays(series, [0, 1, 0], pad=True)
     assert d.x.shape == (3, 1, 7)

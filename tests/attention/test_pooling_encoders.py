@@ -171,10 +171,8 @@ def test_resnet_shapes_widths_and_stride():
     assert net.d_out == 16
     assert [b.convs[0].out_channels for b in net.blocks] == [8, 16, 16]    # 64,128,128 × d/64
     assert [c.kernel_size[0] for c in net.blocks[0].convs] == [8, 5, 3]
-    # same width: batch norm on the input as in Fawaz et al.'s ResNet, or the input itself
+    # same width: batch norm on the input as in Fawaz et al.'s ResNet
     assert isinstance(net.blocks[2].shortcut, torch.nn.BatchNorm1d)
-    assert isinstance(ResNet1D(3, d=8, blocks=3, shortcut="identity").blocks[2].shortcut,
-                      torch.nn.Identity)
     assert all(isinstance(b.shortcut, torch.nn.Sequential) for b in net.blocks[:2])
     tok, m = net(torch.randn(2, 3, 21), _mask([21, 10], 21))
     assert tok.shape == (2, 21, 16) and m.shape == (2, 21)
@@ -263,8 +261,6 @@ def test_encoder_errors():
         TransformerEncoder(2, norm="sandwich")
     with pytest.raises(ConfigError, match="kernel_sizes"):
         ResNet1D(2, kernel_sizes=())
-    with pytest.raises(ConfigError, match="shortcut must be one of bn, identity; got 'conv'"):
-        ResNet1D(2, shortcut="conv")
 
 
 # ---------------------------------------------------------------------------- classifier
@@ -277,7 +273,7 @@ def _batch(c=2, t=24, lengths=(24, 13, 6), seed=12):
 @pytest.mark.parametrize("encoder,pool", list(itertools.product(ENCODERS, POOLS)))
 def test_every_encoder_and_pool(encoder, pool):
     torch.manual_seed(13)
-    cfg = ModelConfig(encoder=encoder, pool=pool, d_model=16, n_heads=4, layers=2, dropout=0.1,
+    cfg = ModelConfig(encoder=encoder, pool=pool, d_model=16, n_heads=4, blocks=2, dropout=0.1,
                       pool_heads=2, pool_queries=2)
     model = build_classifier(cfg, n_channels=2, n_classes=3, max_len=32)
     x, mask = _batch()
@@ -315,11 +311,11 @@ def test_every_encoder_and_pool(encoder, pool):
 
 
 @pytest.mark.parametrize("kw", [dict(tokens="patch", patch=5, positional="rope", n_kv_heads=1),
-                                dict(norm="post", positional="learned", n_kv_heads=2),
+                                dict(norm_position="post", positional="learned", n_kv_heads=2),
                                 dict(pool="cls", tokens="patch", patch=4, positional="none")])
 def test_transformer_variants_mask_invariance(kw):
     torch.manual_seed(14)
-    cfg = ModelConfig(**{"d_model": 16, "n_heads": 4, "layers": 1, **kw})
+    cfg = ModelConfig(**{"d_model": 16, "n_heads": 4, "blocks": 1, **kw})
     model = build_classifier(cfg, 2, 2, max_len=30).eval()
     x, mask = _batch()
     junk = x.clone()
@@ -328,81 +324,16 @@ def test_transformer_variants_mask_invariance(kw):
     torch.testing.assert_close(model(x[2:, :, :6]), model(x, mask)[2:], atol=1e-4, rtol=0)
 
 
-@pytest.mark.parametrize("encoder,pool,kw", [("resnet", "mean", {}), ("resnet", "cls", {}),
-                                             ("transformer", "attention",
-                                              dict(tokens="patch", patch=5)),
-                                             ("transformer", "cls", {})])
-def test_length_feature_is_the_valid_length_over_max_len(encoder, pool, kw):
-    """logits = Linear([LayerNorm(pool(tokens)), valid steps / max_len]); padded steps and
-    extra padding columns change nothing; without a mask the length is T."""
-    torch.manual_seed(16)
-    cfg = ModelConfig(encoder=encoder, pool=pool, d_model=16, n_heads=4, layers=1,
-                      pool_heads=2, length_feature=True, **kw)
-    model = build_classifier(cfg, n_channels=2, n_classes=3, max_len=32)
-    assert model.head[1].in_features == 17
-    x, mask = _batch()                                              # lengths 24, 13, 6
-    model.train()
-    torch.nn.functional.cross_entropy(model(x, mask), torch.tensor([0, 1, 2])).backward()
-    assert model.head[1].weight.grad[:, -1].abs().sum() > 0       # the feature is used
-    model.eval()
-    with torch.no_grad():
-        tokens, tmask = model._encode(x, mask, need_weights=False)
-        z = model.head[0](model.pool(tokens, tmask))
-        frac = torch.tensor([24, 13, 6]) / 32
-        want = model.head[1](torch.cat([z, frac[:, None]], 1))
-        torch.testing.assert_close(model(x, mask), want)
-        junk = x.clone()
-        junk[~mask[:, None, :].expand_as(x)] = 1e3
-        torch.testing.assert_close(model(junk, mask), want, atol=1e-4, rtol=0)
-        wide = torch.cat([x, torch.randn(3, 2, 8)], 2)              # 8 more padded steps
-        torch.testing.assert_close(model(wide, torch.cat([mask, torch.zeros(3, 8, dtype=bool)],
-                                                          1)), want, atol=1e-4, rtol=0)
-        torch.testing.assert_close(model(x[2:, :, :6]), want[2:], atol=1e-4, rtol=0)
-        # without a mask the length is the series' own: a cut series equals its masked self
-        torch.testing.assert_close(model(x[1:2, :, :13]), want[1:2], atol=1e-4, rtol=0)
-
-
-def test_length_feature_separates_classes_that_differ_only_in_length():
-    """Series of one value whose class is their length: with masked pooling every series gives
-    the same pooled vector, so the model without the feature is at chance; with it, the
-    classes separate."""
-    n, t = 64, 40
-    y = torch.arange(n) % 2
-    g = torch.Generator().manual_seed(17)
-    lengths = torch.where(y == 1, torch.randint(28, 41, (n,), generator=g),
-                          torch.randint(10, 23, (n,), generator=g))
-    mask = torch.arange(t)[None, :] < lengths[:, None]
-    x = torch.zeros(n, 1, t)
-    accs = {}
-    for flag in (False, True):
-        torch.manual_seed(18)
-        model = build_classifier(ModelConfig(encoder="resnet", pool="mean", d_model=8,
-                                             layers=1, length_feature=flag), 1, 2, max_len=t)
-        opt = torch.optim.Adam(model.parameters(), lr=3e-2)
-        for _ in range(100):
-            loss = torch.nn.functional.cross_entropy(model(x[:32], mask[:32]), y[:32])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-        model.eval()
-        with torch.no_grad():
-            pred = model(x[32:], mask[32:]).argmax(1)
-        accs[flag] = (pred == y[32:]).float().mean().item()
-        if not flag:
-            assert len(pred.unique()) == 1             # one answer for every series
-    assert accs == {False: 0.5, True: 1.0}, accs
-
-
 @pytest.mark.parametrize("encoder", ["resnet", "transformer"])
 def test_glorot_init_and_no_head_norm(encoder):
     """weight_init="glorot": every Conv1d/Linear weight is U(±√(6/(fan_in+fan_out))) with fan
     counting kernel taps (Keras's glorot_uniform), biases 0, everything else as "torch" draws
     it; head_norm=False: logits = Linear(pool(tokens)), no LayerNorm parameters."""
-    kw = dict(encoder=encoder, pool="attention", d_model=16, n_heads=4, layers=2)
+    kw = dict(encoder=encoder, pool="attention", d_model=16, n_heads=4, blocks=2)
     torch.manual_seed(20)
-    base = build_classifier(ModelConfig(**kw, weight_init="torch", head_norm=True), 2, 3, 40)
+    base = build_classifier(ModelConfig(**kw, weight_init="torch", head_norm="true"), 2, 3, 40)
     torch.manual_seed(20)
-    model = build_classifier(ModelConfig(**kw, weight_init="glorot", head_norm=False), 2, 3, 40)
+    model = build_classifier(ModelConfig(**kw, weight_init="glorot", head_norm="false"), 2, 3, 40)
     assert isinstance(model.head[0], torch.nn.Identity)
     assert not any(n.startswith("head.0") for n, _ in model.named_parameters())
     layers = [m for m in model.modules() if isinstance(m, (torch.nn.Conv1d, torch.nn.Linear))]
@@ -442,7 +373,7 @@ def test_tiny_model_overfits_16_samples():
     x = (x + 0.3 * torch.randn(16, 32))[:, None, :]                    # [16, 1, 32]
     lengths = torch.randint(20, 33, (16,))
     mask = torch.arange(32)[None, :] < lengths[:, None]
-    cfg = ModelConfig(d_model=16, n_heads=2, layers=1, dropout=0.0, pool="attention")
+    cfg = ModelConfig(d_model=16, n_heads=2, blocks=1, dropout=0.0, pool="attention")
     model = build_classifier(cfg, 1, 2, max_len=32)
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
     for step in range(300):
@@ -462,25 +393,25 @@ def test_arch_and_config_errors():
     assert isinstance(model, TSClassifier)
     assert model.arch == {**dataclasses.asdict(cfg), "n_channels": 3, "n_classes": 4,
                           "max_len": 50}
-    bad = [({"encoder": "lstm"}, "field 'encoder' must be one of resnet, transformer"),
-           ({"pool": "sum"}, "field 'pool' must be one of mean, max, cls, attention, mha"),
-           ({"norm": "mid"}, "field 'norm' must be one of pre, post"),
-           ({"tokens": "word"}, "field 'tokens' must be one of step, patch"),
-           ({"positional": "alibi"}, "field 'positional' must be one of sinusoidal, learned"),
+    bad = [({"encoder": "lstm"}, "encoder: expected one of resnet, transformer"),
+           ({"pool": "sum"}, "pool: expected one of mean, max, cls, attention, mha"),
+           ({"norm_position": "mid"}, "norm_position: expected one of pre, post"),
+           ({"tokens": "word"}, "tokens: expected one of step, patch"),
+           ({"positional": "alibi"}, "positional: expected one of sinusoidal, learned"),
            ({"d_model": 30}, "d_model 30 is not divisible by n_heads 4"),
-           ({"n_kv_heads": 3}, r"field 'n_kv_heads' \(3\) must divide n_heads \(4\)"),
-           ({"n_kv_heads": -1}, "field 'n_kv_heads' must be an integer ≥ 0"),
-           ({"layers": 0}, "field 'layers' must be an integer ≥ 1"),
-           ({"dropout": 1.0}, r"field 'dropout' must be in \[0, 1\)"),
-           ({"pool": "mha", "pool_heads": 3}, r"'pool_heads' \(3\) must divide d_model \(64\)"),
+           ({"n_kv_heads": 3}, r"n_kv_heads \(3\) must divide n_heads \(4\)"),
+           ({"n_kv_heads": -1}, "n_kv_heads must be ≥ 0"),
+           ({"blocks": 0}, "blocks must be ≥ 1"),
+           ({"blocks": True}, "blocks must be an integer"),
+           ({"dropout": 1.0}, r"dropout must be < 1"),
+           ({"pool": "mha", "pool_heads": 3}, r"pool_heads \(3\) must divide d_model \(64\)"),
            ({"positional": "rope", "d_model": 12, "n_heads": 4}, "rope needs an even head size"),
-           ({"kernel_sizes": (8, 0)}, "'kernel_sizes' must be a non-empty list of integers"),
-           ({"kernel_sizes": ()}, "'kernel_sizes' must be a non-empty list of integers"),
-           ({"shortcut": "none"}, "'shortcut' must be one of bn, identity"),
-           ({"length_feature": 1}, "'length_feature' must be true or false"),
-           ({"head_norm": "off"}, "'head_norm' must be true, false or auto"),
-           ({"head_norm": 1}, "'head_norm' must be true, false or auto"),
-           ({"weight_init": "keras"}, "'weight_init' must be one of auto, torch, glorot")]
+           ({"kernel_sizes": (8, 0)}, "kernel_sizes must be ≥ 1"),
+           ({"kernel_sizes": ()}, "kernel_sizes must list at least one"),
+           ({"kernel_sizes": [8]}, "kernel_sizes must be a list"),
+           ({"head_norm": "off"}, "head_norm: expected one of auto, true, false"),
+           ({"head_norm": True}, "head_norm: expected one of auto, true, false"),
+           ({"weight_init": "keras"}, "weight_init: expected one of auto, torch, glorot")]
     for kw, match in bad:
         with pytest.raises(ConfigError, match=match):
             ModelConfig(**kw)
@@ -559,29 +490,17 @@ def test_resnet_layouts_compute_the_same_function_gradients_and_statistics(strid
                                    rtol=1e-5)
 
 
-def test_resnet_auto_layout_rule_and_override(monkeypatch):
-    """auto: channels-last on AVX-512 CPUs and off the CPU, [B, C, T] on other CPUs;
-    KAIRO_RESNET_LAYOUT overrides auto but not an explicit layout; bad values are named."""
+def test_resnet_auto_layout_rule(monkeypatch):
+    """auto: channels-last on AVX-512 CPUs and off the CPU, [B, C, T] on other CPUs; an
+    explicit layout is kept; bad values are named."""
     from kairo.attention import _encoders as E
 
-    monkeypatch.delenv(E.LAYOUT_ENV, raising=False)
     for cap, want in (("AVX512", "channels_last"), ("AVX2", "bct"), ("DEFAULT", "bct")):
         monkeypatch.setattr(E, "_cpu_capability", lambda cap=cap: cap)
         assert E.resnet_layout("auto") == want
         assert E.resnet_layout("auto", "meta") == "channels_last"
         assert E.resnet_layout("bct") == "bct"
         assert E.resnet_layout("channels_last") == "channels_last"
-    monkeypatch.setenv(E.LAYOUT_ENV, "channels_last")
-    assert E.resnet_layout("auto") == "channels_last" and E.resnet_layout("bct") == "bct"
-    from kairo._runs import environment
-
-    assert environment()["resnet_auto_layout"] == "channels_last"   # run records carry it
-    monkeypatch.setenv(E.LAYOUT_ENV, "nhwc")
-    with pytest.raises(ConfigError, match="KAIRO_RESNET_LAYOUT must be one of auto, "
-                                          "channels_last, bct; got 'nhwc'"):
-        ResNet1D(1)
-    assert environment()["resnet_auto_layout"].startswith("invalid: environment variable")
-    monkeypatch.delenv(E.LAYOUT_ENV)
     with pytest.raises(ConfigError, match="layout must be one of auto, channels_last, bct"):
         ResNet1D(1, layout="NCW")
 

@@ -13,7 +13,7 @@ import torch
 from kairo.attention._compare import resnet_test
 from kairo.cli import main
 
-FAST = ["--epochs", "4", "--d-model", "16", "--n-heads", "2", "--layers", "1",
+FAST = ["--epochs", "4", "--d-model", "16", "--n-heads", "2", "--blocks", "1",
         "--patience", "0", "--threads", "1"]
 
 
@@ -74,7 +74,7 @@ def test_predict_csv_matches_evaluate(trained, tmp_path):
 
 
 def test_predict_reads_unlabelled_csv_and_ts_and_scores_labelled_files(trained, tmp_path,
-                                                                        capsys):
+                                                                        capsys, recwarn):
     """The input formats a user brings: a CSV of bare series (no label column), an unlabelled
     .ts file, and with --labelled a file in the training format, whose labels are written next
     to the predictions and scored. All give the predictions of the npz path."""
@@ -95,16 +95,17 @@ def test_predict_reads_unlabelled_csv_and_ts_and_scores_labelled_files(trained, 
         for row in x:
             f.write(",".join(map(repr, row.tolist())) + "\n")
     model_pt = str(trained / "model.pt")
+    recwarn.clear()
     for name in ("bare.csv", "bare.ts"):
         out = tmp_path / f"{name}.pred.csv"
         assert main(["tsc", "predict", "--model", model_pt, "--input", str(tmp_path / name),
                      "--output", str(out)]) == 0
         df = pd.read_csv(out, dtype={"predicted": str})
         assert list(df.predicted) == want and "label" not in df
-        assert "warning" not in capsys.readouterr().err
+        assert [str(w.message) for w in recwarn] == []
     out = tmp_path / "lab.pred.csv"
     assert main(["tsc", "predict", "--model", model_pt, "--input", str(tmp_path / "lab.csv"),
-                 "--output", str(out), "--labelled", "true"]) == 0
+                 "--output", str(out), "--labelled"]) == 0
     df = pd.read_csv(out, dtype={"predicted": str, "label": str})
     assert list(df.predicted) == want and list(df.label) == labels
     acc = np.mean([a == b for a, b in zip(want, labels)])
@@ -114,20 +115,19 @@ def test_predict_reads_unlabelled_csv_and_ts_and_scores_labelled_files(trained, 
     # max_len: no output file)
     assert main(["tsc", "predict", "--model", model_pt, "--input", str(tmp_path / "lab.csv"),
                  "--output", str(tmp_path / "oops.csv")]) != 0
-    err = capsys.readouterr().err
+    err = capsys.readouterr().err + " ".join(str(w.message) for w in recwarn)
     assert "25 steps, the model was trained on 24-step series" in err
-    assert "pass --labelled true" in err and "max_len 24" in err
+    assert "pass --labelled)" in err and "max_len 24" in err
     assert not (tmp_path / "oops.csv").exists()
     # --labelled on a bare CSV: its first value is read as a label; the length says so
     assert main(["tsc", "predict", "--model", model_pt, "--input", str(tmp_path / "bare.csv"),
-                 "--output", str(tmp_path / "bare_lab.csv"), "--labelled", "true"]) == 0
-    cap = capsys.readouterr()
+                 "--output", str(tmp_path / "bare_lab.csv"), "--labelled"]) == 0
     assert "23 steps, the model was trained on 24-step series (if the first CSV column holds " \
-           "no labels, leave out --labelled)" in cap.err
-    assert "no label of the file is one of the model's classes" in cap.out
+           "no labels, leave out --labelled)" in " ".join(str(w.message) for w in recwarn)
+    assert "no label of the file is one of the model's classes" in capsys.readouterr().out
     # --labelled on a file without labels: a clear error, no output file
     assert main(["tsc", "predict", "--model", model_pt, "--input", str(tmp_path / "bare.ts"),
-                 "--output", str(tmp_path / "none.csv"), "--labelled", "true"]) != 0
+                 "--output", str(tmp_path / "none.csv"), "--labelled"]) != 0
     assert "no class labels" in capsys.readouterr().err
     assert not (tmp_path / "none.csv").exists()
 
@@ -149,55 +149,54 @@ def test_multivariate_train_saves_channel_scaling_that_evaluate_reuses(tmp_path)
     b = json.loads((tmp_path / "ev" / "metrics.json").read_text())
     assert a["accuracy"] == b["accuracy"] and a["confusion"] == b["confusion"]
     assert main(["tsc", "train", "--dataset", "BasicMotions", "--encoder", "resnet", "--pool",
-                 "mean", *FAST, "--znorm", "false", "--out", str(tmp_path / "raw")]) == 0
+                 "mean", *FAST, "--znorm", "none", "--out", str(tmp_path / "raw")]) == 0
     assert load_classifier(tmp_path / "raw" / "model.pt")[1]["znorm"] == "none"
 
 
 def test_keras_style_resnet_from_the_cli(tmp_path):
-    """--head-norm false --weight-init glorot reach the model file, and evaluate rebuilds it."""
+    """--head-norm false --weight-init glorot reach the model file, and evaluate rebuilds it;
+    with the defaults ("auto") config.yaml keeps "auto" and run.json records what it resolved
+    to for the ResNet (Keras's head and initialisation), which the model was built with."""
+    import yaml
+
     from kairo.attention import load_classifier
+
+    def check(out):
+        model, meta = load_classifier(out / "model.pt")
+        assert isinstance(model.head[0], torch.nn.Identity)
+        resolved = json.loads((out / "run.json").read_text())["resolved"]
+        assert (resolved["head_norm"], resolved["weight_init"]) == (False, "glorot")
+        return meta, yaml.safe_load((out / "config.yaml").read_text())
 
     out = tmp_path / "gp"
     assert main(["tsc", "train", "--dataset", "GunPoint", "--encoder", "resnet", "--pool",
                  "mean", *FAST, "--epochs", "2", "--head-norm", "false", "--weight-init",
                  "glorot", "--out", str(out)]) == 0
-    model, meta = load_classifier(out / "model.pt")
-    assert isinstance(model.head[0], torch.nn.Identity) and model.cfg.weight_init == "glorot"
-    assert meta["model_config"]["head_norm"] is False
+    meta, config = check(out)
+    assert (meta["model_config"]["head_norm"], meta["model_config"]["weight_init"]) == \
+        ("false", "glorot")
+    assert (config["head_norm"], config["weight_init"]) == ("false", "glorot")
     assert main(["tsc", "evaluate", "--model", str(out / "model.pt"), "--dataset", "GunPoint",
                  "--out", str(tmp_path / "ev")]) == 0
     a = json.loads((out / "metrics.json").read_text())
     b = json.loads((tmp_path / "ev" / "metrics.json").read_text())
     assert a["accuracy"] == b["accuracy"] and a["confusion"] == b["confusion"]
-
-
-def test_length_feature_on_the_variable_length_set(tmp_path, capsys):
-    """--length-feature on the padded PickupGestureWiimoteZ: the model file keeps the option
-    and evaluate reproduces the run's metrics."""
-    from kairo.attention import load_classifier
-
-    out = tmp_path / "pg"
-    assert main(["tsc", "train", "--dataset", "PickupGestureWiimoteZ", "--encoder", "resnet",
-                 "--pool", "mean", *FAST, "--epochs", "2", "--length-feature", "true",
-                 "--out", str(out)]) == 0
-    model, meta = load_classifier(out / "model.pt")
-    assert model.cfg.length_feature and meta["model_config"]["length_feature"] is True
-    assert main(["tsc", "evaluate", "--model", str(out / "model.pt"), "--dataset",
-                 "PickupGestureWiimoteZ", "--out", str(tmp_path / "ev")]) == 0
-    a = json.loads((out / "metrics.json").read_text())
-    b = json.loads((tmp_path / "ev" / "metrics.json").read_text())
-    assert a["accuracy"] == b["accuracy"] and a["confusion"] == b["confusion"]
-    # a mean pool has no weights: maps draws the series and says so, with no pooling.csv
-    assert main(["tsc", "maps", "--model", str(out / "model.pt"), "--out",
-                 str(tmp_path / "mp")]) == 0
-    assert not (tmp_path / "mp" / "pooling.csv").exists()
-    assert "a mean pool has no weights to summarise" in capsys.readouterr().out
+    # the defaults: "auto" stays in the config, the resolved values go to run.json
+    auto = tmp_path / "auto"
+    assert main(["tsc", "train", "--dataset", "GunPoint", "--encoder", "resnet", "--pool",
+                 "mean", *FAST, "--epochs", "2", "--out", str(auto)]) == 0
+    meta, config = check(auto)
+    assert (config["head_norm"], config["weight_init"]) == ("auto", "auto")
+    assert meta["model_config"]["head_norm"] == "auto"
+    # the same resolved settings, the same seed: the same model
+    c = json.loads((auto / "metrics.json").read_text())
+    assert c["accuracy"] == a["accuracy"] and c["confusion"] == a["confusion"]
 
 
 def test_maps_and_encodings_figures(trained, tmp_path, capsys):
     out = tmp_path / "maps"
     assert main(["tsc", "maps", "--model", str(trained / "model.pt"), "--dataset",
-                 "ItalyPowerDemand", "--samples", "0,3", "--out", str(out)]) == 0
+                 "ItalyPowerDemand", "--series", "0,3", "--out", str(out)]) == 0
     assert (out / "attention_0.png").is_file() and (out / "attention_3.png").is_file()
     # the pooling weights of every test series, a row per series and head, summarised
     table = pd.read_csv(out / "pooling.csv")
@@ -225,7 +224,7 @@ def test_compare_pooling_and_benchmark_reuse(tmp_path, capsys):
     out = tmp_path / "cmp"
     assert main(["tsc", "compare-pooling", "--datasets", "ItalyPowerDemand", "--encoders",
                  "resnet", "--pools", "mean,max,attention", "--seeds", "2", "--workers", "1",
-                 "--epochs", "2", "--d-model", "8", "--layers", "1", "--patience", "0",
+                 "--epochs", "2", "--d-model", "8", "--blocks", "1", "--patience", "0",
                  "--out", str(out)]) == 0
     runs = pd.read_csv(out / "runs.csv")
     assert len(runs) == 6 and set(runs["pool"]) == {"mean", "max", "attention"}
@@ -237,14 +236,14 @@ def test_compare_pooling_and_benchmark_reuse(tmp_path, capsys):
     bench = tmp_path / "bench"
     # runs of other settings are not credited to this run's configuration
     assert main(["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--reuse",
-                 str(out / "runs.csv"), "--refit", "false", "--out", str(bench)]) == 2
+                 str(out / "runs.csv"), "--no-refit", "--out", str(bench)]) == 2
     err = capsys.readouterr().err
     assert "its runs were trained with other settings than this run's (d_model: 8 there, 64 " \
-           "here; layers: 1 there, 2 here; epochs: 2 there, 200 here; patience: 0 there, 30 " \
+           "here; blocks: 1 there, 2 here; epochs: 2 there, 200 here; patience: 0 there, 30 " \
            "here;" in err and f"--config {out / 'config.yaml'} sets them all" in err, err
     assert not bench.exists()
     assert main(["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--reuse",
-                 str(out / "runs.csv"), "--refit", "false", "--config",
+                 str(out / "runs.csv"), "--no-refit", "--config",
                  str(out / "config.yaml"), "--out", str(bench)]) == 0
     table = pd.read_csv(bench / "benchmark.csv")
     row = table.iloc[0]
@@ -260,7 +259,7 @@ def test_compare_pooling_and_benchmark_reuse(tmp_path, capsys):
     refit = tmp_path / "refit"
     assert main(["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--reuse",
                  str(out / "runs.csv"), "--seeds", "2", "--workers", "1", "--epochs", "2",
-                 "--d-model", "8", "--layers", "1", "--patience", "0", "--out", str(refit)]) == 0
+                 "--d-model", "8", "--blocks", "1", "--patience", "0", "--out", str(refit)]) == 0
     rr = pd.read_csv(refit / "refit_runs.csv")
     assert len(rr) == 2 and set(rr["pool"]) == {row["pool"]} and set(rr.seed) == {0, 1}
     assert rr.val_accuracy.isna().all() and (rr.epochs_run == 2).all()
@@ -274,8 +273,8 @@ def test_compare_pooling_and_benchmark_reuse(tmp_path, capsys):
     # (here with augmentation and seeds from 3)
     one = tmp_path / "one"
     assert main(["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--encoders", "resnet",
-                 "--pools", "max", "--seeds", "1", "--first-seed", "3", "--workers", "1",
-                 "--epochs", "2", "--d-model", "8", "--layers", "1", "--time-warp", "0.2",
+                 "--pools", "max", "--seeds", "1", "--seed", "3", "--workers", "1",
+                 "--epochs", "2", "--d-model", "8", "--blocks", "1", "--time-warp", "0.2",
                  "--crop", "0.1", "--out", str(one)]) == 0
     assert not (one / "runs.csv").exists()
     assert set(pd.read_csv(one / "refit_runs.csv").seed) == {3}
@@ -347,13 +346,35 @@ def test_benchmark_default_covers_every_shipped_univariate_set():
     assert t[["ResNet (Fawaz 2019)", "WEASEL-2.0"]].notna().any(axis=1).all()
 
 
-def test_dataset_names_are_case_insensitive_and_canonical_in_the_grid():
-    """`--datasets arrowhead` keys the tables as ArrowHead, so its published row is found."""
-    from kairo.attention._compare import BenchmarkConfig, CompareConfig
+def test_dataset_names_are_case_insensitive_and_canonical_in_the_grid(tmp_path):
+    """`--datasets arrowhead` keys the tables as ArrowHead, so its published row is found; the
+    config keeps the name as typed."""
+    import yaml
+
+    from kairo.attention._commands import inputs
+    from kairo.attention._compare import (BenchmarkConfig, CompareConfig, _jobs,
+                                          canonical_datasets)
 
     cfg = BenchmarkConfig(datasets=("arrowhead", "PICKUPGESTUREWIIMOTEZ_EQ"))
-    assert cfg.datasets == ("ArrowHead", "PickupGestureWiimoteZ_eq")
-    assert CompareConfig(datasets=("gunpoint",)).datasets == ("GunPoint",)
+    assert cfg.datasets == ("arrowhead", "PICKUPGESTUREWIIMOTEZ_EQ")     # as the user typed
+    assert canonical_datasets(cfg.datasets) == ("ArrowHead", "PickupGestureWiimoteZ_eq")
+    cfg = CompareConfig(datasets=("gunpoint",), seeds=1)
+    assert {j["dataset"] for j in _jobs(cfg, [("resnet", "mean")])} == {"GunPoint"}
+    assert sorted(inputs(cfg)) == ["GunPoint_test", "GunPoint_train"]
+    # a benchmark run keys its table and the published figures by the canonical name
+    runs = tmp_path / "runs.csv"
+    pd.DataFrame([{"dataset": "ArrowHead", "encoder": "resnet", "pool": "mean",
+                   "time_warp": 0.0, "seed": s, "test_accuracy": 0.8, "val_accuracy": 0.7}
+                  for s in (0, 1)]).to_csv(runs, index=False)
+    with pytest.warns(UserWarning, match="no config.yaml next to it"):
+        assert main(["tsc", "benchmark", "--datasets", "arrowhead", "--encoders", "resnet",
+                     "--pools", "mean", "--no-refit", "--reuse", str(runs), "--out",
+                     str(tmp_path / "b")]) == 0
+    row = pd.read_csv(tmp_path / "b" / "benchmark.csv").iloc[0]
+    assert row.dataset == "ArrowHead" and row.kairo == pytest.approx(0.8)
+    assert row["ResNet (Fawaz 2019)"] == pytest.approx(0.838, abs=1e-3)
+    assert yaml.safe_load((tmp_path / "b" / "config.yaml").read_text())["datasets"] == \
+        ["arrowhead"]
 
 
 def test_published_table_covers_the_variable_length_set():
@@ -394,29 +415,31 @@ def test_pooling_tests_known_values():
     (["tsc", "train", "--dataset", "NoSuchSet"], "available offline: ACSF1"),
     (["tsc", "train", "--d-model", "30", "--n-heads", "4"], "not divisible"),
     (["tsc", "train", "--n-heads", "4", "--n-kv-heads", "3"], "must divide"),
-    (["tsc", "train", "--pool", "median"], "one of mean, max"),
+    (["tsc", "train", "--pool", "median"], "invalid choice: 'median'"),
     (["tsc", "encodings", "--d", "7"], "even"),
-    (["tsc", "train", "--train-file", "x.npz"], "--test-file"),
-    (["tsc", "compare-pooling", "--pools", "mean,median"], "subset of"),
-    (["tsc", "benchmark", "--first-seed", "-1"], "first_seed must be an integer ≥ 0, got -1"),
-    (["tsc", "benchmark", "--seeds", "0"], "seeds must be an integer ≥ 1, got 0"),
-    (["tsc", "compare-pooling", "--workers", "-2"], "workers must be an integer ≥ 0, got -2"),
+    (["tsc", "train", "--train-file", "x.npz"], "train_file needs test_file"),
+    (["tsc", "compare-pooling", "--pools", "mean,median"], "pools: expected one of mean"),
+    (["tsc", "benchmark", "--seed", "-1"], "seed must be ≥ 0, got -1"),
+    (["tsc", "benchmark", "--seeds", "0"], "seeds must be ≥ 1, got 0"),
+    (["tsc", "compare-pooling", "--workers", "-2"], "workers must be ≥ 0, got -2"),
     (["tsc", "benchmark", "--datasets", "ArrowHead,NoSuchSet"],
      "datasets: unknown 'NoSuchSet'; available offline: ACSF1"),
-    (["tsc", "compare-pooling", "--datasets", "GunPoint,gunpoint"], "lists a set twice"),
-    (["tsc", "train", "--crop", "1.0"], "train field 'crop'"),
-    (["tsc", "train", "--znorm", "robust"], "'znorm' must be one of auto, series, channel"),
-    (["tsc", "benchmark", "--bn-stats", "precise"], "'bn_stats' must be one of running, recompute"),
+    (["tsc", "compare-pooling", "--datasets", "GunPoint,gunpoint"], "lists a value twice"),
+    (["tsc", "train", "--crop", "1.0"], "crop must be < 1"),
+    (["tsc", "train", "--znorm", "robust"], "invalid choice: 'robust'"),
+    (["tsc", "benchmark", "--bn-stats", "precise"], "invalid choice: 'precise'"),
     (["tsc", "evaluate", "--model", "/no/such/model.pt"], "model.pt"),
-    (["tsc", "train", "--length-feature", "maybe"], "'length_feature' expects true/false"),
-    (["tsc", "train", "--head-norm", "off"], "'head_norm' must be true, false or auto"),
-    (["tsc", "benchmark", "--weight-init", "keras"],
-     "'weight_init' must be one of auto, torch, glorot"),
+    (["tsc", "train", "--head-norm", "off"], "invalid choice: 'off'"),
+    (["tsc", "benchmark", "--weight-init", "keras"], "invalid choice: 'keras'"),
 ])
 def test_bad_input_gets_a_clear_error(argv, fragment, tmp_path, capsys):
-    assert main([*argv, "--out", str(tmp_path / "o")]) == 2
+    try:
+        rc = main([*argv, "--out", str(tmp_path / "o")])
+    except SystemExit as exc:              # refused by argparse (a field's choices)
+        rc = exc.code
+    assert rc == 2
     err = capsys.readouterr().err
-    assert "kairo: error:" in err and fragment in err, err
+    assert ("kairo: error:" in err or "kairo tsc" in err) and fragment in err, err
     assert not (tmp_path / "o").exists()
 
 
@@ -446,6 +469,7 @@ def test_bad_user_files(trained, tmp_path, capsys):
     assert not (tmp_path / "p.csv").exists() and not (tmp_path / "o").exists()
 
 
+@pytest.mark.slow
 def test_a_failed_job_stops_the_other_workers_at_once():
     """run_grid with workers: when one job fails, the error comes back without waiting for
     the other, hours-long job, and no worker process is left behind."""
@@ -456,7 +480,7 @@ def test_a_failed_job_stops_the_other_workers_at_once():
     from kairo.attention._compare import run_grid
 
     base = {"dataset": "ItalyPowerDemand", "mnist1d_length": 40, "threads": 1}
-    long_job = {**base, "model": {"encoder": "resnet", "d_model": 8, "layers": 1},
+    long_job = {**base, "model": {"encoder": "resnet", "d_model": 8, "blocks": 1},
                 "train": {"epochs": 1_000_000, "patience": 0, "threads": 1}}
     bad_job = {**base, "model": {"d_model": 7, "n_heads": 2}, "train": {"epochs": 1}}
     t0 = time.perf_counter()
@@ -478,6 +502,7 @@ def _write_csv(path, data, rows=None, steps=None):
     return path
 
 
+@pytest.mark.slow
 def test_own_files_of_different_lengths_and_class_subsets(tmp_path, capsys):
     """Your own train/test files: a test split longer than the training one is padded with
     --pad (a Transformer is refused before training without it, the ResNet takes any
@@ -488,19 +513,19 @@ def test_own_files_of_different_lengths_and_class_subsets(tmp_path, capsys):
     tr, te = load_dataset("ItalyPowerDemand", "train"), load_dataset("ItalyPowerDemand", "test")
     short = _write_csv(tmp_path / "short.csv", tr, steps=20)
     full = _write_csv(tmp_path / "full.csv", te, rows=range(60))
-    tiny = ["--epochs", "1", "--d-model", "16", "--n-heads", "2", "--layers", "1",
+    tiny = ["--epochs", "1", "--d-model", "16", "--n-heads", "2", "--blocks", "1",
             "--threads", "1"]
     base = ["tsc", "train", "--train-file", str(short), "--test-file", str(full), *tiny]
     out = tmp_path / "tf"
     assert main([*base, "--encoder", "transformer", "--out", str(out)]) != 0
     err = capsys.readouterr().err
-    assert "test series have 24 steps, the training series 20" in err and "--pad true" in err
+    assert "test series have 24 steps, the training series 20" in err and "--pad to" in err
     assert not out.exists() and not tmp_path.joinpath("tf.checkpoint.pt").exists()
-    assert main([*base, "--encoder", "transformer", "--pad", "true", "--out", str(out)]) == 0
+    assert main([*base, "--encoder", "transformer", "--pad", "--out", str(out)]) == 0
     assert main([*base, "--encoder", "resnet", "--out", str(tmp_path / "rn")]) == 0
     # the ResNet also predicts on series longer than it was trained on
     assert main(["tsc", "predict", "--model", str(tmp_path / "rn" / "model.pt"), "--input",
-                 str(full), "--labelled", "true", "--output", str(tmp_path / "p.csv")]) == 0
+                 str(full), "--labelled", "--output", str(tmp_path / "p.csv")]) == 0
     capsys.readouterr()
     # a test file with one of the two classes
     only = [i for i in range(len(te)) if te.classes[te.y[i]] == te.classes[1]][:30]
@@ -519,11 +544,11 @@ def test_own_files_of_different_lengths_and_class_subsets(tmp_path, capsys):
     # --split would label the file as a split of a dataset: refused
     assert main(["tsc", "evaluate", "--model", str(sub / "model.pt"), "--test-file", str(one),
                  "--split", "train", "--out", str(tmp_path / "ev2")]) != 0
-    assert "leave --split at test" in capsys.readouterr().err
+    assert "leave split at test" in capsys.readouterr().err
     # maps names the predicted class among the model's classes, not the file's
     mp = tmp_path / "maps"
     assert main(["tsc", "maps", "--model", str(sub / "model.pt"), "--test-file", str(one),
-                 "--samples", "0,1,2,3,1", "--out", str(mp)]) == 0
+                 "--series", "0,1,2,3,1", "--out", str(mp)]) == 0
     assert sorted(p.name for p in mp.glob("*.png")) == [f"attention_{i}.png" for i in range(4)]
 
 
@@ -538,7 +563,7 @@ def test_predict_and_output_folders_refuse_to_clobber(trained, tmp_path, capsys)
     (tmp_path / "old.csv").write_text("keep")
     (tmp_path / "afile").write_text("a file")
     for args, msg in [
-            (["--output", x, "--overwrite", "true"], "is the input file"),
+            (["--output", x, "--overwrite"], "is the input file"),
             (["--output", str(tmp_path / "old.csv")], "already exists"),
             (["--output", str(tmp_path)], "is a folder")]:
         assert main(["tsc", "predict", "--model", model, "--input", x, *args]) != 0
@@ -546,7 +571,7 @@ def test_predict_and_output_folders_refuse_to_clobber(trained, tmp_path, capsys)
     assert (tmp_path / "x.csv").read_text() == before
     assert (tmp_path / "old.csv").read_text() == "keep"
     assert main(["tsc", "predict", "--model", model, "--input", x, "--output",
-                 str(tmp_path / "old.csv"), "--overwrite", "true"]) == 0
+                 str(tmp_path / "old.csv"), "--overwrite"]) == 0
     assert (tmp_path / "old.csv").read_text().startswith("series,predicted")
     assert main(["tsc", "encodings", "--out", str(tmp_path / "afile" / "enc")]) != 0
     assert f"{tmp_path / 'afile'} is a file, not a folder" in capsys.readouterr().err
@@ -555,12 +580,12 @@ def test_predict_and_output_folders_refuse_to_clobber(trained, tmp_path, capsys)
         assert main(["tsc", "encodings", "--positions", str(n), "--out",
                      str(tmp_path / f"enc{n}")]) == 0
     assert main(["tsc", "encodings", "--positions", "1", "--out", str(tmp_path / "e1")]) != 0
-    assert "--positions must be ≥ 2" in capsys.readouterr().err
+    assert "positions must be ≥ 2" in capsys.readouterr().err
 
 
 def test_run_records_name_the_files_each_command_reads(tmp_path):
     from kairo.attention import _commands as tc
-    from kairo.attention import _compare as tm
+    from kairo.attention import _config as tm
 
     for name in ("m.pt", "tr.csv", "te.csv"):
         (tmp_path / name).write_text("x")
@@ -572,25 +597,22 @@ def test_run_records_name_the_files_each_command_reads(tmp_path):
         (tc.EvaluateConfig(model=m, dataset="ArrowHead", split="train"),
          ["ArrowHead_train", "model"]),
         (tc.MapsConfig(model=m, dataset="GunPoint"), ["GunPoint_test", "model"]),
-        (tc.MapsConfig(model=m), ["model"]),          # the model's set: filled in by the CLI
+        (tc.MapsConfig(model=m, test_file=te), ["model", "test_file"]),
         (tm.CompareConfig(datasets=("GunPoint", "MNIST1D")), ["GunPoint_test", "GunPoint_train"]),
     ]
     for cfg, want in cases:
-        assert sorted(tc.data_files(cfg)) == want, cfg
+        assert sorted(tc.inputs(cfg)) == want, cfg
 
 
 def test_every_tsc_flag_has_help():
     import dataclasses
 
-    from kairo import cli
-    from kairo.attention import _commands as tc
-    from kairo.attention import _compare as tm
+    from kairo._app import commands
 
-    for cls in (tc.TscTrainConfig, tc.EvaluateConfig, tc.PredictConfig, tc.MapsConfig,
-                tc.EncodingsConfig, tm.CompareConfig, tm.BenchmarkConfig):
-        bare = [f.name for f in dataclasses.fields(cls)
-                if not (cli._TSC_HELP.get(f.name) or cli._HELP.get(f.name))]
-        assert bare == [], f"{cls.__name__}: no --help text for {bare}"
+    for name, cmd in commands().items():
+        if name.startswith("tsc "):
+            bare = [f.name for f in dataclasses.fields(cmd.config) if not f.metadata.get("help")]
+            assert bare == [], f"{name}: no --help text for {bare}"
 
 
 def test_one_class_and_npy_training_files_get_clear_errors(tmp_path, capsys):
@@ -605,7 +627,7 @@ def test_one_class_and_npy_training_files_get_clear_errors(tmp_path, capsys):
 
 
 def test_a_train_run_that_fails_after_training_names_the_kept_checkpoint(tmp_path, capsys,
-                                                                         monkeypatch):
+                                                                         monkeypatch, caplog):
     """The checkpoint next to --out survives a failed run on purpose (the rerun resumes); the
     user is told where it is. A run refused before training does not repeat it."""
     from kairo._errors import KairoError
@@ -624,17 +646,20 @@ def test_a_train_run_that_fails_after_training_names_the_kept_checkpoint(tmp_pat
     err = capsys.readouterr().err
     ckpt = tmp_path / "run.checkpoint.pt"
     assert ckpt.is_file() and not out.exists()
-    assert f"its checkpoint {ckpt} is kept: the same command resumes from it" in err
+    assert f"its checkpoint {ckpt} is kept: the same command resumes from it" in caplog.text
     monkeypatch.setattr(_train, "evaluate", real)
     # another run's settings: refused before training, with the error's own advice only
+    caplog.clear()
     assert main([*args, "--seed", "1"]) != 0
     err = capsys.readouterr().err
-    assert "belongs to another run" in err and "is kept" not in err
-    assert main(args) == 0
-    assert "resum" in capsys.readouterr().out.lower() and not ckpt.exists()
+    assert "other settings" in err and "is kept" not in caplog.text
+    with caplog.at_level("INFO", logger="kairo.attention._train"):
+        assert main(args) == 0
+    assert "resumed from" in caplog.text and not ckpt.exists()
 
 
-def test_evaluate_and_maps_score_the_models_own_set_by_default(trained, tmp_path, capsys):
+def test_evaluate_and_maps_score_the_models_own_set_by_default(trained, tmp_path, capsys,
+                                                               recwarn):
     """Without --dataset, evaluate and maps score the set the model was trained on (they
     defaulted to GunPoint for every model); naming another set warns; a model trained on the
     user's files names no set, so it needs --test-file."""
@@ -644,23 +669,26 @@ def test_evaluate_and_maps_score_the_models_own_set_by_default(trained, tmp_path
     from kairo.attention import load_dataset
 
     m = str(trained / "model.pt")                                  # ItalyPowerDemand
+    recwarn.clear()
     assert main(["tsc", "evaluate", "--model", m, "--out", str(tmp_path / "ev")]) == 0
-    assert yaml.safe_load((tmp_path / "ev" / "config.yaml").read_text())["dataset"] == \
+    # the config keeps "" (a rerun resolves it again); run.json records the set scored
+    assert yaml.safe_load((tmp_path / "ev" / "config.yaml").read_text())["dataset"] == ""
+    assert json.loads((tmp_path / "ev" / "run.json").read_text())["resolved"]["dataset"] == \
         "ItalyPowerDemand"
     assert json.loads((tmp_path / "ev" / "metrics.json").read_text()) == \
         json.loads((trained / "metrics.json").read_text())
     assert "ItalyPowerDemand_test" in json.loads((tmp_path / "ev" / "run.json").read_text())[
         "data"]
-    assert "warning" not in capsys.readouterr().err
-    assert main(["tsc", "maps", "--model", m, "--samples", "2", "--out",
+    assert main(["tsc", "maps", "--model", m, "--series", "2", "--out",
                  str(tmp_path / "mp")]) == 0
+    assert [str(w.message) for w in recwarn] == []             # evaluate and maps: no warning
     assert (tmp_path / "mp" / "attention_2.png").is_file()
     assert "ItalyPowerDemand_test" in json.loads((tmp_path / "mp" / "run.json").read_text())[
         "data"]
-    assert main(["tsc", "evaluate", "--model", m, "--dataset", "gunpoint", "--out",
-                 str(tmp_path / "gp")]) != 0                      # 150 steps > max_len 24
-    assert "the model was trained on ItalyPowerDemand; scoring it on GunPoint" in \
-        capsys.readouterr().err
+    with pytest.warns(UserWarning, match="the model was trained on ItalyPowerDemand; "
+                      "scoring it on GunPoint"):
+        assert main(["tsc", "evaluate", "--model", m, "--dataset", "gunpoint", "--out",
+                     str(tmp_path / "gp")]) != 0                  # 150 steps > max_len 24
     # a model of the user's files: no set to fall back on
     tr = _write_csv(tmp_path / "tr.csv", load_dataset("ItalyPowerDemand", "train"))
     own = tmp_path / "own"
@@ -678,7 +706,7 @@ def test_an_mnist1d_model_is_scored_at_its_own_length(tmp_path):
     from kairo.attention import ModelConfig, build_classifier, save_classifier
     from kairo.attention import _commands as tc
 
-    mcfg = ModelConfig(encoder="resnet", d_model=8, layers=1, pool="mean")
+    mcfg = ModelConfig(encoder="resnet", d_model=8, blocks=1, pool="mean")
     save_classifier(tmp_path / "m.pt", build_classifier(mcfg, 1, 10, 60), mcfg,
                     {"dataset": "MNIST1D", "classes": [str(i) for i in range(10)],
                      "n_steps": 60})

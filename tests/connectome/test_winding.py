@@ -29,6 +29,7 @@ def test_direction_rows_are_presynaptic(winding):
     assert r_out > np.corrcoef(col, outputs)[0, 1]
 
 
+@pytest.mark.slow
 def test_compartments_sum_to_all_all(winding, winding_zip):
     total = sum(load_winding2023(winding_zip, compartment=k).weights for k in
                 ("aa", "ad", "da", "dd"))
@@ -86,6 +87,7 @@ def test_immutable(winding):
     assert winding.neurons.celltype.iloc[0] != "changed"
 
 
+@pytest.mark.slow
 def test_perron_root_is_directed(winding):
     rho = spectral_radius(winding.weights)
     assert rho == pytest.approx(297.138, abs=1e-3)

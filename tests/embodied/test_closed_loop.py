@@ -7,17 +7,16 @@ import os
 import shutil
 import subprocess
 import sys
+
 import numpy as np
 import pytest
 
-import kairo.embodied  # noqa: F401  (sets MUJOCO_GL=egl before flygym is imported)
-
 pytest.importorskip("flygym", reason="the [fly] extra is not installed: pip install "
-                                     "'kairo[fly]'")
+                                     "'kairo-circuits[fly]'")
 
 from kairo._errors import ConfigError, KairoError  # noqa: E402
-from kairo.embodied import FlyConfig, TrialsConfig, make_controller, run_trial  # noqa: E402
-from kairo.embodied._experiments import run_trials, summarize_trials  # noqa: E402
+from kairo.embodied import (FlyConfig, TrialsConfig, VideoRecorder, make_controller,  # noqa: E402
+                            run_trial, run_trials, summarize_trials)
 
 SHORT = 0.04          # s simulated: two decisions (~1 s of wall time)
 
@@ -27,6 +26,7 @@ def cfg(data_dir):
     return FlyConfig(duration=SHORT, data_dir=str(data_dir))
 
 
+@pytest.mark.slow
 def test_connectome_trial_runs_and_is_reproducible(cfg):
     a = run_trial(cfg)
     b = run_trial(cfg)
@@ -52,6 +52,7 @@ def test_connectome_trial_runs_and_is_reproducible(cfg):
     assert a.timing["controller"] < a.timing["physics"]
 
 
+@pytest.mark.slow
 def test_braitenberg_wiring_sets_the_turn_direction(cfg):
     """Left smells more: crossed wiring speeds the right legs, uncrossed the left legs."""
     crossed = run_trial(cfg, controller=make_controller(cfg, "braitenberg", "crossed"))
@@ -61,6 +62,7 @@ def test_braitenberg_wiring_sets_the_turn_direction(cfg):
     assert np.isnan(c.dn_L)                          # no brain in the loop
 
 
+@pytest.mark.slow
 def test_success_ends_the_trial(data_dir):
     cfg = FlyConfig(duration=0.2, odor_x=2.5, odor_y=0.0, success_radius=3.0,
                     controller="constant", data_dir=str(data_dir))
@@ -69,15 +71,14 @@ def test_success_ends_the_trial(data_dir):
     assert len(r.trajectory) == 1
 
 
+@pytest.mark.slow
 def test_video_frames_show_the_fly_and_motion(cfg, tmp_path):
     import imageio.v3 as iio
-
-    from kairo.embodied._video import VideoRecorder
 
     cfg = FlyConfig(**{**cfg.__dict__, "duration": 0.06, "play_speed": 0.02, "fps": 25,
                        "frame_size": 128})
     path = tmp_path / "fly.mp4"
-    rec = VideoRecorder(path, fps=cfg.fps, duration=cfg.duration,
+    rec = VideoRecorder(path, fps=cfg.fps, play_speed=cfg.play_speed, duration=cfg.duration,
                         odor_xy=(cfg.odor_x, cfg.odor_y), frame_size=cfg.frame_size)
     run_trial(cfg, recorder=rec)
     rec.close(True)
@@ -96,12 +97,12 @@ def test_video_frames_show_the_fly_and_motion(cfg, tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["fly.mp4"]    # no temp file left
 
 
+@pytest.mark.slow
 def test_failed_trial_leaves_no_video(cfg, tmp_path, monkeypatch):
     from kairo.embodied import _experiments as ex
-    from kairo.embodied._video import VideoRecorder
 
-    rec = VideoRecorder(tmp_path / "fly.mp4", fps=25, duration=SHORT, odor_xy=(20, 8),
-                        frame_size=128)
+    rec = VideoRecorder(tmp_path / "fly.mp4", fps=25, play_speed=0.02, duration=SHORT,
+                        odor_xy=(20, 8), frame_size=128)
 
     def boom(self, odor):
         raise KairoError("controller failed")
@@ -123,6 +124,7 @@ def test_null_controller_differs_from_real(cfg):
     assert not np.allclose(real.motor.reference, null.motor.reference)
 
 
+@pytest.mark.slow
 def test_trials_in_parallel_processes(data_dir):
     cfg = TrialsConfig(n=2, controllers=("braitenberg", "constant"), wirings=("crossed",),
                        duration=SHORT, workers=2, executor="processes", data_dir=str(data_dir))
@@ -142,8 +144,9 @@ def test_trials_in_parallel_processes(data_dir):
     assert set(res["trajectories"].controller) == {"braitenberg", "constant"}
 
 
+@pytest.mark.slow
 def test_trials_ray_executor_needs_ray(data_dir):
-    pytest.importorskip("ray", reason="Ray is not installed (pip install 'kairo[ray]')")
+    pytest.importorskip("ray", reason="Ray is not installed (pip install 'kairo-circuits[ray]')")
     import signal
 
     cfg = TrialsConfig(n=1, controllers=("constant",), duration=SHORT, workers=1,
@@ -158,7 +161,7 @@ def test_missing_flygym_gives_the_install_command(monkeypatch, cfg):
     from kairo.embodied._body import FlyWorld
 
     monkeypatch.setitem(sys.modules, "flygym", None)
-    with pytest.raises(KairoError, match=r"pip install 'kairo\[fly\]'"):
+    with pytest.raises(KairoError, match=r"pip install 'kairo-circuits\[fly\]'"):
         FlyWorld((20, 8))
 
 
@@ -202,6 +205,7 @@ def _stop_xvfb(proc):
         proc.wait()
 
 
+@pytest.mark.slow
 def test_viewer_under_xvfb_shows_the_fly(tmp_path, data_dir):
     from PIL import Image
 
@@ -210,10 +214,11 @@ def test_viewer_under_xvfb_shows_the_fly(tmp_path, data_dir):
         shot = tmp_path / "viewer.png"
         env = {**os.environ, "DISPLAY": display}
         r = subprocess.run([sys.executable, "-m", "kairo.cli", "--data-dir", str(data_dir),
-                            "fly", "view", "--duration", "0.04", "--keep-open", "false",
-                            "--screenshot", str(shot)], env=env, capture_output=True,
+                            "fly", "view", "--duration", "0.04", "--no-keep-open",
+                            "--output", str(shot)], env=env, capture_output=True,
                            text=True, timeout=300)
         assert r.returncode == 0, r.stderr
+        assert f"screenshot: {shot}" in r.stdout and "turning index" in r.stdout
         img = np.asarray(Image.open(shot).convert("RGB"), dtype=float)
         assert img.std() > 10                     # not blank
         assert (img.sum(axis=2) > 30).mean() > 0.2   # a good part of the screen is drawn

@@ -1,6 +1,7 @@
 """The embodied loop without physics: sensing, connectome brain, motor map, controllers,
 trial statistics and configuration checks (no flygym / MuJoCo needed)."""
 
+import dataclasses
 import math
 import os
 
@@ -13,8 +14,8 @@ from scipy import stats
 from kairo._errors import ConfigError, KairoError, SelectionError
 from kairo.connectome import Connectome, prepare
 from kairo.embodied import (ACTION_RANGE, ConnectomeBrain, FlyConfig, MotorMap, OdorSensing,
-                            TrialsConfig, make_controller, odor_contrast, summarize_trials,
-                            trial_plan, turning_index)
+                            TrialsConfig, ViewConfig, make_controller, odor_contrast,
+                            summarize_trials, trial_plan, turning_index)
 from kairo.embodied._experiments import (BraitenbergController, BrainController,
                                          ConstantController, check_output_path, trial_metrics)
 
@@ -298,6 +299,7 @@ def test_braitenberg_turning_direction_and_values():
         np.testing.assert_allclose(crossed(_odor(v, v))[0], [1.0, 1.0], atol=1e-12)
 
 
+@pytest.mark.winding
 def test_connectome_controller_equal_odor_walks_straight():
     cfg = _cfg()
     ctl = make_controller(cfg, "connectome")
@@ -314,12 +316,14 @@ def test_connectome_controller_equal_odor_walks_straight():
     assert np.max(np.abs(action - cfg.motor_base)) > 1e-3
 
 
+@pytest.mark.winding
 def test_connectome_controller_fixed_scale():
     ctl = make_controller(_cfg(motor_scale=0.5), "connectome")
     ctl.reset()
     assert ctl.motor.scale == 0.5
 
 
+@pytest.mark.winding
 def test_make_controller_errors():
     cfg = _cfg()
     with pytest.raises(ConfigError, match="unknown controller 'nope'"):
@@ -479,10 +483,12 @@ def test_summarize_trials_exact():
     ({"odor_y": -150.0}, "arena"),
     ({"decision_interval": 1e-5}, "decision_interval"),
     ({"duration": 0.01}, "duration"),
-    ({"duration": 0.0}, "duration must be a positive number"),
+    ({"duration": 0.0}, "duration must be > 0"),
     ({"timestep": float("nan")}, "timestep"),
-    ({"controller": "nope"}, "controller must be one of"),
-    ({"wiring": "sideways"}, "wiring must be one of"),
+    ({"controller": "nope"}, "controller: expected one of"),
+    ({"wiring": "sideways"}, "wiring: expected one of"),
+    ({"leak": 0.0}, "leak"),
+    ({"inhibitory_fraction": 1.5}, "inhibitory_fraction"),
     ({"sensing_mode": "log"}, "sensing_mode"),
     ({"norm": "nope"}, "norm"),
     ({"brain_steps": 0}, "brain_steps"),
@@ -500,12 +506,12 @@ def test_fly_config_defaults_and_physics_per_decision():
 
 
 @pytest.mark.parametrize("kw,fragment", [
-    ({"video": "x.mp4"}, "video"),
-    ({"controllers": ("nope",)}, "unknown controller 'nope'"),
-    ({"wirings": ("sideways",)}, "unknown wiring 'sideways'"),
+    ({"controllers": ("nope",)}, "controllers: expected one of .*got 'nope'"),
+    ({"wirings": ("sideways",)}, "wirings: expected one of .*got 'sideways'"),
     ({"controllers": ()}, "must not be empty"),
     ({"workers": -1}, "workers"),
     ({"n": 0}, "n must be"),
+    ({"wirings": ()}, "must not be empty"),
     ({"odor_angle": 200.0}, "odor_angle"),
     ({"odor_distance": 200.0}, "odor_distance"),
     ({"executor": "threads"}, "executor"),
@@ -516,10 +522,62 @@ def test_trials_config_validation(kw, fragment):
         TrialsConfig(**kw)
 
 
+@pytest.mark.parametrize("kw,fragment", [
+    ({"fps": 0}, "fps"),
+    ({"frame_size": 32}, "frame_size"),
+    ({"play_speed": 0.0}, "play_speed"),
+    ({"odor_x": 500.0}, "arena"),
+])
+def test_video_config_validation(kw, fragment):
+    with pytest.raises(ConfigError, match=fragment):
+        FlyConfig(**kw)
+
+
+def test_video_in_results_only_for_a_bare_name():
+    assert not FlyConfig().video_in_results
+    assert FlyConfig(video="fly.mp4").video_in_results
+    assert not FlyConfig(video="./fly.mp4").video_in_results
+    assert not FlyConfig(video="/tmp/fly.mp4").video_in_results
+
+
+def test_only_fly_run_records_video():
+    # a set of trials and the viewer record no video: the fields do not exist there
+    for cls in (TrialsConfig, ViewConfig):
+        names = {f.name for f in dataclasses.fields(cls)}
+        assert not names & {"video", "fps", "play_speed", "frame_size"}
+
+
+def test_config_choices_match_the_library():
+    from kairo import _jobs
+    from kairo.connectome import NORMALIZATIONS, SIGN_MODES
+
+    fields = {f.name: f for f in dataclasses.fields(TrialsConfig)}
+    assert fields["norm"].metadata["choices"] == NORMALIZATIONS
+    assert fields["signs"].metadata["choices"] == SIGN_MODES
+    assert fields["executor"].metadata["choices"] == _jobs.EXECUTORS
+
+
+def test_configs_import_without_numpy():
+    import subprocess
+    import sys
+
+    code = ("import sys, kairo.embodied._commands, kairo.embodied; "
+            "print(sorted(m for m in ('numpy', 'pandas', 'torch', 'flygym', 'mujoco', "
+            "'matplotlib') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
+
+
 def test_check_output_path(tmp_path):
     assert check_output_path(None, "video") is None
+    assert check_output_path("", "video") is None
     p = tmp_path / "out.csv"
     assert check_output_path(str(p), "table") == p
+    p.write_text("x")
+    with pytest.raises(KairoError, match="already exists"):
+        check_output_path(str(p), "table")
+    assert check_output_path(str(p), "table", overwrite=True) == p
     missing = tmp_path / "no_such_folder"
     with pytest.raises(KairoError, match="no_such_folder") as exc:
         check_output_path(str(missing / "out.csv"), "table")

@@ -8,13 +8,13 @@ import shutil
 import numpy as np
 import pytest
 
-from kairo.logic import _backends as B
+from kairo.logic.backends._simulate import _verilator_major
 from kairo.logic._circuit import Circuit
 
 HAVE_GCC = shutil.which("gcc") is not None or shutil.which("cc") is not None
 HAVE_IVERILOG = shutil.which("iverilog") is not None and shutil.which("vvp") is not None
 HAVE_VERILATOR = (shutil.which("verilator") is not None
-                  and B._verilator_major(shutil.which("verilator")) >= 5)
+                  and _verilator_major(shutil.which("verilator")) >= 5)
 needs_gcc = pytest.mark.skipif(not HAVE_GCC, reason="no C compiler: apt-get install gcc")
 needs_iverilog = pytest.mark.skipif(not HAVE_IVERILOG,
                                     reason="Icarus Verilog missing: apt-get install iverilog")

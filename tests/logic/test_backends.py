@@ -16,10 +16,13 @@ import numpy as np
 import pytest
 
 from kairo import KairoError
-from kairo.logic import _backends as B
-from kairo.logic._backends import (CompiledCircuit, c_source, compile_c, find_compiler,
-                                   find_simulator, native_width, simulate_verilog,
-                                   verilog_source, write_c, write_verilog)
+from kairo._runs import cpu_flags
+from kairo.logic.backends import (CompiledCircuit, c_source, compile_c, find_compiler,
+                                  find_simulator, native_width, simulate_verilog,
+                                  verilog_latency, verilog_source, vote_cuts, vote_levels,
+                                  write_c, write_verilog)
+from kairo.logic.backends import _csource, _toolchain
+from kairo.logic.backends._simulate import _raise_stack_limit
 from kairo.logic._circuit import Circuit, pack_bits
 from netlists import (needs_gcc, needs_iverilog, needs_verilator, random_bits, random_netlist,
                       tie_circuit)
@@ -55,7 +58,7 @@ def cache(tmp_path_factory) -> Path:
 
 # ---------------------------------------------------------------------------- generator sanity
 def test_generator_exercises_every_op_and_ties(circ):
-    live = B._live_nodes(circ)[circ.n_inputs:]
+    live = circ.live_nodes()[circ.n_inputs:]
     assert set(circ.ops[live].tolist()) == set(range(16)), "some op never reaches an output"
     assert live.sum() > 150
     assert _has_ties(circ.scores(random_x(1, 1000, circ.n_inputs)))
@@ -106,11 +109,11 @@ def test_c_many_parts_and_parallel_units(monkeypatch, tmp_path):
     """Small parts force values through the scratch slots; several translation units are
     compiled in parallel and linked."""
     c = random_circuit(11, n_inputs=20, n_gates=1500, n_classes=5, group=8, window=60)
-    monkeypatch.setattr(B, "CHUNK", 5)
-    monkeypatch.setattr(B, "PARTS_PER_TU", 4)
+    monkeypatch.setattr(_csource, "CHUNK", 5)
+    monkeypatch.setattr(_toolchain, "PARTS_PER_TU", 4)
     calls = []
-    real = B._split_units
-    monkeypatch.setattr(B, "_split_units", lambda src, n: calls.append(n) or real(src, n))
+    real = _toolchain._split_units
+    monkeypatch.setattr(_toolchain, "_split_units", lambda src, n: calls.append(n) or real(src, n))
     src = c_source(c, width=64)
     assert src.count("KAIRO_PART void kairo_part") > 100 and "v[" in src
     x = random_x(12, 777, c.n_inputs)
@@ -144,7 +147,7 @@ def test_compile_cache_reused(circ, tmp_path, monkeypatch):
     def no_compiler():
         raise AssertionError("compiler called for a cached library")
 
-    monkeypatch.setattr(B, "find_compiler", no_compiler)
+    monkeypatch.setattr(_toolchain, "find_compiler", no_compiler)
     second = compile_c(circ, width=64, cache_dir=tmp_path)
     assert second.from_cache and second.library_path == first.library_path
     assert second.library_path.stat().st_mtime_ns == mtime
@@ -157,7 +160,7 @@ def test_compile_cache_reused(circ, tmp_path, monkeypatch):
 
 @needs_gcc
 def test_auto_width(circ, cache):
-    flags = B._cpu_flags()
+    flags = cpu_flags()
     expect = 512 if "avx512f" in flags else 256 if "avx2" in flags else 64
     assert native_width() == expect
     assert compile_c(circ, cache_dir=cache).width == expect
@@ -253,7 +256,7 @@ def test_write_c_not_standalone_is_compile_source(circ, tmp_path):
 # ---------------------------------------------------------------------------- Verilog
 def test_verilog_structure(circ):
     v0 = verilog_source(circ)
-    live = B._live_nodes(circ)[circ.n_inputs:]
+    live = circ.live_nodes()[circ.n_inputs:]
     assert v0.count("assign g") == int(live.sum())
     assert "clk" not in v0 and "always" not in v0
     assert f"input  wire [{circ.n_inputs - 1}:0] x" in v0
@@ -264,11 +267,11 @@ def test_verilog_structure(circ):
     assert "valid 2 rising clk edge(s) after x" in v2
     # registers in the vote adder and argmax trees, spread evenly, everything aligned with y
     grp = circ.n_outputs // circ.n_classes
-    assert B.vote_levels(circ) == ((grp - 1).bit_length(), 2)              # 3 classes
-    levels = sum(B.vote_levels(circ))
-    assert B.vote_cuts(circ, 0) == [] and B.vote_cuts(circ, 1) == [levels // 2]
-    assert B.vote_cuts(circ, levels - 1) == list(range(1, levels))          # every level
-    assert B.verilog_latency(circ, 2, 1) == 3 and B.verilog_latency(circ, 2) == 2
+    assert vote_levels(circ) == ((grp - 1).bit_length(), 2)              # 3 classes
+    levels = sum(vote_levels(circ))
+    assert vote_cuts(circ, 0) == [] and vote_cuts(circ, 1) == [levels // 2]
+    assert vote_cuts(circ, levels - 1) == list(range(1, levels))          # every level
+    assert verilog_latency(circ, 2, 1) == 3 and verilog_latency(circ, 2) == 2
     v3 = verilog_source(circ, pipeline=2, pipeline_votes=levels - 1)
     assert f"valid {levels + 1} rising clk edge(s) after x" in v3
     assert " pc0_0 <= " in v3 and " pc0_0 = " not in v3                    # regs, not wires
@@ -283,12 +286,12 @@ def test_verilog_structure(circ):
 
 def test_vote_levels_and_latency_of_small_groups():
     one = Circuit(n_inputs=2, ops=[], a=[], b=[], outputs=[0, 1], n_classes=2)
-    assert B.vote_levels(one) == (0, 1) and B.verilog_latency(one, 1, 0) == 1
+    assert vote_levels(one) == (0, 1) and verilog_latency(one, 1, 0) == 1
     with pytest.raises(KairoError, match="from 0 to 0"):
-        B.vote_cuts(one, 1)
+        vote_cuts(one, 1)
     five = Circuit(n_inputs=5, ops=[], a=[], b=[], outputs=[0, 1, 2, 3, 4], n_classes=1)
-    assert B.vote_levels(five) == (3, 0) and B.vote_cuts(five, 2) == [1, 2]
-    assert B.verilog_latency(five, 1, 2) == 3
+    assert vote_levels(five) == (3, 0) and vote_cuts(five, 2) == [1, 2]
+    assert verilog_latency(five, 1, 2) == 3
 
 
 @needs_iverilog
@@ -341,6 +344,7 @@ def test_verilator_matches_reference(circ, pipeline, votes):
     np.testing.assert_array_equal(pred, circ.predict(x))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sim", [pytest.param("iverilog", marks=needs_iverilog),
                                  pytest.param("verilator", marks=needs_verilator)])
 def test_simulators_read_outputs_wider_than_8192_bits(sim):
@@ -360,7 +364,7 @@ def test_verilator_binary_runs_with_the_hard_stack_limit():
     is started with its stack limit raised to the hard limit."""
     hard = subprocess.run(["sh", "-c", "ulimit -Hs"], capture_output=True, text=True).stdout
     got = subprocess.run(["sh", "-c", "ulimit -s"], capture_output=True, text=True,
-                         preexec_fn=B._raise_stack_limit).stdout
+                         preexec_fn=_raise_stack_limit).stdout
     assert got == hard
 
 

@@ -9,14 +9,14 @@ import pytest
 import torch
 
 from kairo._errors import ConfigError, DataError, KairoError
-from kairo.logic._commands import LogicTrainConfig
+from kairo.logic import (LogicConv2d, LogicTrainConfig, OrPooling2d, build_model, load_data,
+                         predict, simplify, to_circuit, train)
+from kairo.logic._config import CONV_FIELDS
 from kairo.logic._gates import COEFFS, GATE_NAMES
-from kairo.logic._layers import LogicConv2d, OrPooling2d, conv_out_size
-from kairo.logic._model import (build_model, image_bits, load_checkpoint, load_data, predict,
-                                to_circuit, train)
-from kairo.logic._simplify import simplify
+from kairo.logic._layers import conv_out_size
+from kairo.logic._train import load_checkpoint
 
-BACKENDS = ("torch", "fused")
+ENGINES = ("torch", "fused")
 XOR = GATE_NAMES.index("XOR")
 
 
@@ -27,22 +27,22 @@ def _set_ops(layer, ops) -> None:
         layer.weight.view(-1, 16)[torch.arange(len(ops)), torch.as_tensor(ops)] = 5.0
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("c_in, k, r, depth, stride, pad, groups, hw", [
     (1, 4, 3, 3, 1, 1, 1, (28, 28)),
     (2, 6, 3, 2, 2, 0, 2, (11, 9)),
     (4, 4, 2, 1, 1, 1, 4, (5, 7)),
     (3, 3, 5, 3, 3, 2, 1, (12, 12)),
 ])
-def test_output_shape_follows_the_conv_formula(backend, c_in, k, r, depth, stride, pad, groups,
+def test_output_shape_follows_the_conv_formula(engine, c_in, k, r, depth, stride, pad, groups,
                                                hw):
     layer = LogicConv2d(c_in, k, receptive=r, depth=depth, stride=stride, padding=pad,
-                        groups=groups, seed=0, backend=backend)
+                        groups=groups, seed=0, engine=engine)
     y = layer(torch.rand(3, c_in, *hw))
     ho, wo = ((s + 2 * pad - r) // stride + 1 for s in hw)
     assert y.shape == (3, k, ho, wo) == (3, k, *layer.out_size(*hw))
     assert layer.weight.shape == (k, 2 ** depth - 1, 16)
-    pool = OrPooling2d(2, 2, backend=backend)
+    pool = OrPooling2d(2, 2, engine=engine)
     assert pool(y).shape == (3, k, (ho - 2) // 2 + 1, (wo - 2) // 2 + 1)
 
 
@@ -77,10 +77,10 @@ def test_wiring_is_seeded():
     assert not torch.equal(LogicConv2d(2, 4, seed=8).dy, a.dy)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_one_gate_kernel_by_hand(backend):
+@pytest.mark.parametrize("engine", ENGINES)
+def test_one_gate_kernel_by_hand(engine):
     """receptive 2, depth 1: one gate reading two pixels of each 2×2 window, no padding."""
-    layer = LogicConv2d(1, 1, receptive=2, depth=1, padding=0, seed=3, backend=backend)
+    layer = LogicConv2d(1, 1, receptive=2, depth=1, padding=0, seed=3, engine=engine)
     (ya, yb), (xa, xb) = layer.dy[0].tolist(), layer.dx[0].tolist()
     assert (ya, xa) != (yb, xb)
     rng = np.random.default_rng(0)
@@ -102,10 +102,10 @@ def test_one_gate_kernel_by_hand(backend):
                                                       bits[:, 0, yb:yb + 5, xb:xb + 4]))
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_padding_reads_zeros_and_residual_init_passes_input_a(backend):
+@pytest.mark.parametrize("engine", ENGINES)
+def test_padding_reads_zeros_and_residual_init_passes_input_a(engine):
     layer = LogicConv2d(1, 2, receptive=3, depth=2, padding=1, residual_init=5.0, seed=0,
-                        backend=backend).eval()
+                        engine=engine).eval()
     x = torch.ones(1, 1, 4, 4)
     y = layer(x)[0].numpy()
     # every gate is "A": the root passes leaf 0's input a, pixel (oy + dy − 1, ox + dx − 1)
@@ -117,12 +117,12 @@ def test_padding_reads_zeros_and_residual_init_passes_input_a(backend):
                 assert y[k, oy, ox] == float(inside)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("kernel, stride", [(2, 2), (3, 2), (2, 1)])
-def test_or_pooling_is_the_or_of_bits_and_the_max_of_reals(backend, kernel, stride):
+def test_or_pooling_is_the_or_of_bits_and_the_max_of_reals(engine, kernel, stride):
     rng = np.random.default_rng(1)
     bits = rng.random((3, 2, 7, 8)) < 0.3
-    pool = OrPooling2d(kernel, stride, backend=backend)
+    pool = OrPooling2d(kernel, stride, engine=engine)
     y = pool(torch.from_numpy(bits.astype(np.float32))).numpy()
     ho, wo = conv_out_size(7, kernel, stride, 0), conv_out_size(8, kernel, stride, 0)
     want = np.zeros((3, 2, ho, wo), dtype=bool)
@@ -155,12 +155,12 @@ def mnist_images(data_dir):
     {"thresholds": (60, 180), "conv_groups": 2, "kernels": 4},
     {"receptive": 2, "conv_depth": 1, "pairing": "random", "classes": (3, 5, 8), "hidden": 30},
 ])
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_circuit_equals_the_discrete_model_on_mnist(mnist_images, kw, backend):
-    cfg = _conv_cfg(backend=backend, seed=5, **kw)
+@pytest.mark.parametrize("engine", ENGINES)
+def test_circuit_equals_the_discrete_model_on_mnist(mnist_images, kw, engine):
+    cfg = _conv_cfg(engine=engine, seed=5, **kw)
     model = build_model(cfg).eval()
     circ = to_circuit(model)
-    bits = image_bits(circ, mnist_images)
+    bits = circ.image_bits(mnist_images)
     with torch.no_grad():
         x = model.bits(torch.from_numpy(mnist_images))
         feats = model.features(x.reshape(len(x), -1, 28, 28)).flatten(1)
@@ -212,8 +212,8 @@ def test_bad_layer_configs():
         OrPooling2d(0)
     with pytest.raises(ConfigError, match="smaller than its window"):
         OrPooling2d(3)(torch.rand(1, 1, 2, 2))
-    with pytest.raises(ConfigError, match="backend must be one of auto, torch, fused"):
-        LogicConv2d(1, 4, backend="cuda")
+    with pytest.raises(ConfigError, match="engine must be one of auto, torch, fused"):
+        LogicConv2d(1, 4, engine="cuda")
 
 
 def test_bad_model_configs_name_the_fields():
@@ -226,21 +226,21 @@ def test_bad_model_configs_name_the_fields():
         _conv_cfg(conv_groups=2)
     with pytest.raises(ConfigError, match="padding must be in 0…receptive−1"):
         _conv_cfg(padding=3)
-    with pytest.raises(ConfigError, match="conv_depth must be 1–8"):
+    with pytest.raises(ConfigError, match="conv_depth must be ≤ 8"):
         _conv_cfg(conv_depth=9)
     with pytest.raises(ConfigError, match="kernels must be ≥ 0"):
         _conv_cfg(kernels=-1)
-    with pytest.raises(ConfigError, match="backend must be one of"):
-        _conv_cfg(backend="gpu")
+    with pytest.raises(ConfigError, match="engine: expected one of"):
+        _conv_cfg(engine="gpu")
 
 
-def test_arch_includes_the_conv_fields_only_for_conv_models():
+def test_arch_holds_the_architecture_and_not_the_engine():
     dense = LogicTrainConfig()
     assert set(dense.arch()) == {"n_classes", "thresholds", "hidden", "layers", "pairing",
-                                 "seed", "kernels"}
+                                 "seed", "kernels", *CONV_FIELDS}
     conv = _conv_cfg(receptive=5, padding=2)
     assert conv.arch()["receptive"] == 5 and conv.arch()["kernels"] == 4
-    assert dataclasses.replace(conv, backend="torch").arch() == conv.arch()
+    assert dataclasses.replace(conv, engine="torch").arch() == conv.arch()
 
 
 @pytest.fixture(scope="module")
@@ -252,25 +252,24 @@ def zero_one_conv(data_dir):
     return cfg, load_data(cfg)
 
 
+@pytest.mark.slow
 def test_conv_training_learns_and_its_circuit_agrees(zero_one_conv):
     cfg, data = zero_one_conv
-    res = train(cfg, data=data, log=lambda *_: None, progress_bar=False)
+    res = train(cfg, data=data, progress_bar=False)
     assert res["history"][-1]["val_discrete"] > 0.9
     model = res["model"]
     xt, yt = data["test"]
     pm = predict(model, xt)
     circ = to_circuit(model)
-    np.testing.assert_array_equal(circ.predict(image_bits(circ, xt)), pm)
+    np.testing.assert_array_equal(circ.predict(circ.image_bits(xt)), pm)
     assert (pm == yt).mean() > 0.9
 
 
 def test_dense_checkpoint_refuses_a_conv_config(zero_one_conv, tmp_path):
     cfg, data = zero_one_conv
     dense = dataclasses.replace(cfg, kernels=0, iters=10)
-    train(dense, checkpoint=tmp_path / "d.pt", data=data, log=lambda *_: None,
-          progress_bar=False)
-    with pytest.raises(DataError, match=r"different architecture .*'kernels': \(0, 2\)"):
+    train(dense, checkpoint=tmp_path / "d.pt", data=data, progress_bar=False)
+    with pytest.raises(DataError, match=r"other settings .*'kernels': \(0, 2\)"):
         load_checkpoint(tmp_path / "d.pt", cfg)
-    with pytest.raises(DataError, match="different architecture"):
-        train(cfg, checkpoint=tmp_path / "d.pt", data=data, log=lambda *_: None,
-              progress_bar=False)
+    with pytest.raises(DataError, match="other settings"):
+        train(cfg, checkpoint=tmp_path / "d.pt", data=data, progress_bar=False)

@@ -8,9 +8,7 @@ import torch
 
 from kairo._errors import ConfigError, KairoError
 from kairo.logic import _layers
-from kairo.logic._commands import LogicTrainConfig
-from kairo.logic._layers import LogicConv2d, LogicDense, OrPooling2d
-from kairo.logic._model import build_model
+from kairo.logic import LogicConv2d, LogicDense, LogicTrainConfig, OrPooling2d, build_model
 
 _kernels = pytest.importorskip("kairo.logic._kernels", reason="numba is not installed")
 
@@ -27,9 +25,9 @@ def threading_mode(request, monkeypatch):
     _kernels.set_num_threads(0)
 
 
-def _run(make, x0: torch.Tensor, backend: str, *, seed: int = 0, train: bool = True):
+def _run(make, x0: torch.Tensor, engine: str, *, seed: int = 0, train: bool = True):
     """Output, input gradient and weight gradient of a fresh layer under a fixed loss."""
-    layer = make(backend).train(train)
+    layer = make(engine).train(train)
     x = x0.clone().requires_grad_(True)
     y = layer(x)
     w = torch.randn(y.shape, generator=torch.Generator().manual_seed(seed), dtype=y.dtype)
@@ -57,7 +55,7 @@ def _assert_same(make, x0, **kw):
 def test_dense_fused_equals_torch(n_in, n_out, pairing, threading_mode):
     torch.manual_seed(0)
     x0 = torch.rand(37, n_in)
-    make = lambda be: LogicDense(n_in, n_out, pairing=pairing, seed=2, backend=be)  # noqa: E731
+    make = lambda be: LogicDense(n_in, n_out, pairing=pairing, seed=2, engine=be)  # noqa: E731
     _assert_same(make, x0)
     _assert_same(make, (x0 > 0.5).float(), train=False)      # discrete gates on bits
 
@@ -73,7 +71,7 @@ def test_conv_fused_equals_torch(c_in, k, r, depth, stride, pad, groups, hw, thr
     torch.manual_seed(1)
     x0 = torch.rand(9, c_in, *hw)
     make = lambda be: LogicConv2d(c_in, k, receptive=r, depth=depth, stride=stride,  # noqa: E731
-                                  padding=pad, groups=groups, seed=3, backend=be)
+                                  padding=pad, groups=groups, seed=3, engine=be)
     _assert_same(make, x0)
     _assert_same(make, (x0 > 0.5).float(), train=False)
 
@@ -83,7 +81,7 @@ def test_pool_fused_equals_torch_including_ties(kernel, stride, threading_mode):
     """Disjoint windows (covering the input or not) and overlapping ones."""
     torch.manual_seed(2)
     x0 = torch.rand(5, 3, 9, 8)
-    make = lambda be: OrPooling2d(kernel, stride, backend=be)  # noqa: E731
+    make = lambda be: OrPooling2d(kernel, stride, engine=be)  # noqa: E731
     _assert_same(make, x0)
     # bits tie everywhere: max_pool2d gives the gradient to the first maximum, so must we
     _assert_same(make, (x0 > 0.7).float())
@@ -95,18 +93,19 @@ def test_gumbel_mode_fused_equals_torch():
         outs = []
         for be in ("torch", "fused"):
             torch.manual_seed(5)                  # the same Gumbel noise for both
-            layer = (cls(2, 4, mode="gumbel", seed=1, backend=be) if cls is LogicConv2d
-                     else cls(128, 30, mode="gumbel", seed=1, backend=be))
+            layer = (cls(2, 4, mode="gumbel", seed=1, engine=be) if cls is LogicConv2d
+                     else cls(128, 30, mode="gumbel", seed=1, engine=be))
             outs.append(layer(x))
         torch.testing.assert_close(outs[1], outs[0], rtol=RTOL, atol=ATOL)
 
 
+@pytest.mark.slow
 def test_gradcheck_float64():
     torch.manual_seed(3)
-    dense = LogicDense(5, 3, seed=0, backend="fused").double()
+    dense = LogicDense(5, 3, seed=0, engine="fused").double()
     conv = LogicConv2d(2, 2, receptive=2, depth=2, padding=1, groups=2, seed=0,
-                       backend="fused").double()
-    pool = OrPooling2d(2, 1, backend="fused")
+                       engine="fused").double()
+    pool = OrPooling2d(2, 1, engine="fused")
     xd = torch.rand(2, 5, dtype=torch.float64, requires_grad=True)
     xc = torch.rand(2, 2, 3, 2, dtype=torch.float64, requires_grad=True)
     _kernels.set_num_threads(1)                # many tiny calls: no thread hand-offs
@@ -132,7 +131,7 @@ def test_whole_conv_model_gradients_match():
     y = torch.from_numpy(rng.integers(0, 3, 16))
     grads = {}
     for be in ("torch", "fused"):
-        model = build_model(LogicTrainConfig(**{**cfg.__dict__, "backend": be}))
+        model = build_model(LogicTrainConfig(**{**cfg.__dict__, "engine": be}))
         loss = torch.nn.functional.cross_entropy(model(x), y)
         loss.backward()
         grads[be] = [p.grad for p in model.parameters()]
@@ -144,8 +143,8 @@ def test_results_do_not_depend_on_the_thread_count(monkeypatch):
     monkeypatch.setattr(_kernels, "_SERIAL_WORK", 0)
     torch.manual_seed(6)
     x0 = torch.rand(33, 2, 10, 10)
-    make_c = lambda be: LogicConv2d(2, 8, seed=0, backend=be)  # noqa: E731
-    make_d = lambda be: LogicDense(200, 150, seed=0, backend=be)  # noqa: E731
+    make_c = lambda be: LogicConv2d(2, 8, seed=0, engine=be)  # noqa: E731
+    make_d = lambda be: LogicDense(200, 150, seed=0, engine=be)  # noqa: E731
     runs = []
     for n in (1, 3):
         _kernels.set_num_threads(n)
@@ -171,30 +170,30 @@ def test_dense_users_csr_and_its_cache_follow_reloaded_wiring():
     # input 0: gate 0 side b (1), gate 1 side a (2); input 1: gate 1 b; input 2: 0a, 2a, 2b
     np.testing.assert_array_equal(ptr, [0, 2, 3, 6, 6])
     np.testing.assert_array_equal(users, [2 * 1 + 0, 2 * 0 + 1, 2 * 1 + 1, 0, 4, 5])
-    a = LogicDense(50, 40, seed=0, backend="fused")
+    a = LogicDense(50, 40, seed=0, engine="fused")
     x = torch.rand(8, 50, requires_grad=True)
     a(x).sum().backward()                              # builds and caches a's CSR
-    other = LogicDense(50, 40, seed=9, backend="torch")
+    other = LogicDense(50, 40, seed=9, engine="torch")
     a.load_state_dict(other.state_dict())              # new wiring, same buffers
     g_fused = torch.autograd.grad(a(x).sum(), x)[0]
     g_ref = torch.autograd.grad(other(x).sum(), x)[0]
     torch.testing.assert_close(g_fused, g_ref, rtol=RTOL, atol=ATOL)
 
 
-def test_backend_choice(monkeypatch):
+def test_engine_choice(monkeypatch):
     x = torch.rand(4, 10)
-    with pytest.raises(ConfigError, match="backend must be one of auto, torch, fused"):
-        LogicDense(10, 5, backend="numba")
+    with pytest.raises(ConfigError, match="engine must be one of auto, torch, fused"):
+        LogicDense(10, 5, engine="numba")
     with pytest.raises(KairoError, match="float32/float64 CPU tensors"):
-        LogicDense(10, 5, backend="fused").half()(x.half())
+        LogicDense(10, 5, engine="fused").half()(x.half())
     assert _layers._use_fused("auto", x) and not _layers._use_fused("torch", x)
     assert not _layers._use_fused("auto", x.half())            # auto falls back quietly
     monkeypatch.setattr(_layers, "_KERNELS", [None])           # as if numba were missing
     assert not _layers.fused_available() and not _layers._use_fused("auto", x)
     with pytest.raises(ConfigError, match="needs numba"):
-        LogicDense(10, 5, backend="fused")
+        LogicDense(10, 5, engine="fused")
     torch.testing.assert_close(LogicDense(10, 5, seed=1)(x),
-                               LogicDense(10, 5, seed=1, backend="torch")(x))
+                               LogicDense(10, 5, seed=1, engine="torch")(x))
 
 
 def test_parallel_runs_every_part_once_and_reraises():
@@ -213,7 +212,7 @@ def test_parallel_runs_every_part_once_and_reraises():
 
 
 def test_groupsum_reads_neuron_major_outputs_without_a_copy():
-    from kairo.logic._layers import GroupSum
+    from kairo.logic import GroupSum
 
     x = torch.rand(12, 5, dtype=torch.float64)           # (n_out, n_samples), as fused
     head = GroupSum(3, tau=2.0)

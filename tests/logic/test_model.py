@@ -7,12 +7,11 @@ import pytest
 import torch
 
 from kairo._errors import ConfigError, DataError, KairoError
-from kairo.logic._commands import LogicTrainConfig
+from kairo.logic import (Binarize, GroupSum, LogicDense, LogicTrainConfig, build_model,
+                         load_data, model_from_checkpoint, pairings, snapshot_path, to_circuit,
+                         train)
 from kairo.logic._gates import COEFFS, N_GATES, TRUTH, relaxed
-from kairo.logic._layers import Binarize, GroupSum, LogicDense, pairings
-from kairo.logic._model import (build_model, check_images, image_bits, load_checkpoint,
-                                load_data, model_from_checkpoint, snapshot_path, to_circuit,
-                                train)
+from kairo.logic._train import load_checkpoint
 
 
 def test_relaxed_gates_match_the_truth_table_on_bits():
@@ -70,13 +69,13 @@ def test_gumbel_mode_is_hard_forward_soft_backward():
     assert layer.weight.grad is not None and layer.weight.grad.abs().sum() > 0
 
 
-@pytest.mark.parametrize("backend", ["torch", "fused"])
-def test_hard_mode_trains_the_discrete_circuit(backend):
+@pytest.mark.parametrize("engine", ["torch", "fused"])
+def test_hard_mode_trains_the_discrete_circuit(engine):
     """Straight-through with argmax: the training forward equals the eval (discrete) forward,
     and the logits' gradient is the softmax mixture's gradient at that forward."""
     torch.manual_seed(0)
-    hard = LogicDense(12, 6, mode="hard", seed=3, backend=backend)
-    soft = LogicDense(12, 6, mode="soft", seed=3, backend=backend)
+    hard = LogicDense(12, 6, mode="hard", seed=3, engine=engine)
+    soft = LogicDense(12, 6, mode="soft", seed=3, engine=engine)
     soft.load_state_dict(hard.state_dict())
     x = torch.randint(0, 2, (5, 12)).float()
     y = hard(x)
@@ -120,16 +119,23 @@ def test_groupsum_and_binarize_known_values():
     img = torch.tensor([[0, 100, 200, 255]], dtype=torch.uint8)
     bits = Binarize((50, 150))(img)
     torch.testing.assert_close(bits, torch.tensor([[0., 1., 1., 1., 0., 0., 1., 1.]]))
-    np.testing.assert_array_equal(image_bits([50, 150], np.array([[0, 100, 200, 255] * 196],
-                                                                 dtype=np.uint8))[0, :4],
-                                  [0, 1, 1, 1])
+    circ = _circuit_with_thresholds((50, 150))
+    np.testing.assert_array_equal(
+        circ.image_bits(np.array([[0, 100, 200, 255] * 196], dtype=np.uint8))[0, :4],
+        [0, 1, 1, 1])
 
 
-def test_check_images_rejects_wrong_shape_and_dtype():
+def _circuit_with_thresholds(thresholds):
+    return to_circuit(build_model(LogicTrainConfig(classes=(0, 1), thresholds=thresholds,
+                                                   hidden=10, layers=1)).eval())
+
+
+def test_image_bits_reject_wrong_shape_and_dtype():
+    circ = _circuit_with_thresholds((127,))
     with pytest.raises(DataError, match="uint8"):
-        check_images(np.zeros((2, 28, 28), dtype=np.float32))
+        circ.image_bits(np.zeros((2, 28, 28), dtype=np.float32))
     with pytest.raises(DataError, match="shape"):
-        check_images(np.zeros((2, 27, 28), dtype=np.uint8))
+        circ.image_bits(np.zeros((2, 27, 28), dtype=np.uint8))
 
 
 def test_config_validation():
@@ -139,16 +145,22 @@ def test_config_validation():
         LogicTrainConfig(kernels=-4)
     with pytest.raises(ConfigError, match="classes"):
         LogicTrainConfig(classes=(1, 1))
+    with pytest.raises(ConfigError, match="classes must be ≤ 9"):
+        LogicTrainConfig(classes=(1, 10))
     with pytest.raises(ConfigError, match="dataset"):
         LogicTrainConfig(dataset="cifar")
-    with pytest.raises(ConfigError, match="lr_decay_from must be -1"):
+    with pytest.raises(ConfigError, match="lr_decay_from must be ≥ -1"):
         LogicTrainConfig(iters=100, lr_decay_from=-2)
-    with pytest.raises(ConfigError, match="shift must be 0–8"):
+    with pytest.raises(ConfigError, match="shift must be ≤ 8"):
         LogicTrainConfig(shift=9)
+    with pytest.raises(ConfigError, match="thresholds must be increasing"):
+        LogicTrainConfig(thresholds=(200, 100))
+    with pytest.raises(ConfigError, match="engine: expected one of auto, torch, fused"):
+        LogicTrainConfig(engine="gpu")
 
 
 def test_cosine_decay_known_values():
-    from kairo.logic._model import lr_at
+    from kairo.logic._train import lr_at
 
     cfg = LogicTrainConfig(lr=0.02, iters=100, lr_decay_from=60)
     assert [lr_at(cfg, i) for i in (0, 59, 60)] == [0.02, 0.02, 0.02]
@@ -158,7 +170,7 @@ def test_cosine_decay_known_values():
 
 
 def test_gate_temperature_schedule_known_values():
-    from kairo.logic._model import gate_temperature_at
+    from kairo.logic._train import gate_temperature_at
 
     cfg = LogicTrainConfig(iters=100, lr_decay_from=60, gate_temperature=0.01)
     assert [gate_temperature_at(cfg, i) for i in (0, 59, 60)] == [1.0, 1.0, 1.0]
@@ -174,32 +186,31 @@ def test_gate_temperature_schedule_known_values():
     with pytest.raises(ConfigError, match="gate_temperature_from must be"):
         LogicTrainConfig(gate_temperature_from=-2)
     for bad in (0.0, -0.5, 1.5):
-        with pytest.raises(ConfigError, match="gate_temperature must be in"):
+        with pytest.raises(ConfigError, match="gate_temperature must be"):
             LogicTrainConfig(gate_temperature=bad)
 
 
-@pytest.mark.parametrize("backend", ["torch", "fused"])
-def test_low_gate_temperature_makes_the_relaxed_layer_its_circuit(backend):
+@pytest.mark.parametrize("engine", ["torch", "fused"])
+def test_low_gate_temperature_makes_the_relaxed_layer_its_circuit(engine):
     """Dividing the logits by a small temperature concentrates each mixture on its argmax:
     the training forward on bits tends to the discrete (eval) forward, whatever the logits."""
     torch.manual_seed(0)
-    layer = LogicDense(12, 30, seed=2, backend=backend)
+    layer = LogicDense(12, 30, seed=2, engine=engine)
     with torch.no_grad():
         layer.weight.normal_(0.0, 1.0)
     x = torch.randint(0, 2, (16, 12)).float()
     want = layer.eval()(x)
     layer.train()
     assert (layer(x) - want).abs().max() > 0.1                     # T = 1: a real mixture
-    layer.temperature = 1e-3
-    torch.testing.assert_close(layer(x), want, atol=1e-6, rtol=0)
-    layer.temperature = 0.5
-    y = layer(x)
+    torch.testing.assert_close(layer(x, temperature=1e-3), want, atol=1e-6, rtol=0)
+    torch.testing.assert_close(layer(x, fixed=True), want, rtol=0, atol=0)
+    y = layer(x, temperature=0.5)
     y.sum().backward()
     assert layer.weight.grad.abs().sum() > 0
 
 
 def test_random_shift_moves_each_image_rigidly():
-    from kairo.logic._model import random_shift
+    from kairo.logic._train import random_shift
 
     rng = np.random.default_rng(0)
     x = np.zeros((50, 28, 28), np.uint8)
@@ -229,7 +240,7 @@ def zero_one(data_dir):
 
 def test_training_learns_zero_vs_one_and_the_circuit_agrees(zero_one):
     cfg, data = zero_one
-    res = train(cfg, data=data, log=lambda *_: None, progress_bar=False)
+    res = train(cfg, data=data, progress_bar=False)
     h = res["history"]
     assert [r["iter"] for r in h] == [60, 120]
     assert h[-1]["val_discrete"] > 0.95 and h[-1]["val_relaxed"] > 0.95
@@ -238,13 +249,13 @@ def test_training_learns_zero_vs_one_and_the_circuit_agrees(zero_one):
     xt, yt = data["test"]
     with torch.no_grad():
         pm = model(torch.from_numpy(xt)).argmax(1).numpy()
-    np.testing.assert_array_equal(circ.predict(image_bits(circ, xt)), pm)
+    np.testing.assert_array_equal(circ.predict(circ.image_bits(xt)), pm)
     assert circ.n_gates == 120 and circ.n_classes == 2 and (pm == yt).mean() > 0.95
 
 
 def test_training_is_reproducible_and_resumes_exactly(zero_one, tmp_path):
     cfg, data = zero_one
-    quiet = dict(data=data, log=lambda *_: None, progress_bar=False)
+    quiet = dict(data=data, progress_bar=False)
     # with augmentation, a cosine tail and gate annealing: all must follow the iteration
     cfg = LogicTrainConfig(**{**cfg.__dict__, "shift": 2, "lr_decay_from": 60,
                               "gate_temperature": 0.2})
@@ -269,7 +280,7 @@ def test_a_branch_from_a_snapshot_replays_the_single_run(zero_one, tmp_path):
     single run of that config from scratch ends; a branch whose schedule differed before the
     branch point says so, and bad branch points are refused."""
     cfg, data = zero_one
-    quiet = dict(data=data, log=lambda *_: None, progress_bar=False)
+    quiet = dict(data=data, progress_bar=False)
     base = LogicTrainConfig(**{**cfg.__dict__, "shift": 1, "iters": 80, "snapshots": (40,)})
     train(base, checkpoint=tmp_path / "a.checkpoint.pt", **quiet)
     snap = snapshot_path(tmp_path / "a.checkpoint.pt", 40)
@@ -305,20 +316,20 @@ def test_a_branch_from_a_snapshot_replays_the_single_run(zero_one, tmp_path):
     with pytest.raises(ConfigError, match="iters .40. must be larger"):
         train(LogicTrainConfig(**{**late, "iters": 40, "lr_decay_from": -1,
                                   "gate_temperature": 1.0, "init_from": str(snap)}), **quiet)
-    with pytest.raises(DataError, match="different architecture"):
+    with pytest.raises(DataError, match="other settings .*'hidden': \\(60, 80\\)"):
         train(LogicTrainConfig(**{**late, "hidden": 80, "init_from": str(snap)}), **quiet)
     with pytest.raises(ConfigError, match="snapshots must be iterations"):
         LogicTrainConfig(iters=100, snapshots=(100,))
 
 
-@pytest.mark.parametrize("backend", ["torch", "fused"])
-def test_fixed_layers_stop_learning_and_compute_their_circuit(zero_one, tmp_path, backend):
+@pytest.mark.parametrize("engine", [pytest.param("torch", marks=pytest.mark.slow), "fused"])
+def test_fixed_layers_stop_learning_and_compute_their_circuit(zero_one, tmp_path, engine):
     """fix_at: from its iteration a gate layer computes its argmax gates in training too and
     its logits stop changing, while later layers go on learning; with every layer fixed the
     relaxed network is its circuit. The fixed-layer schedule counts in a branch's verdict."""
     cfg, data = zero_one
-    quiet = dict(data=data, log=lambda *_: None, progress_bar=False)
-    base = dict(cfg.__dict__, iters=80, eval_every=40, backend=backend, snapshots=(40,))
+    quiet = dict(data=data, progress_bar=False)
+    base = dict(cfg.__dict__, iters=80, eval_every=40, engine=engine, snapshots=(40,))
     plain = train(LogicTrainConfig(**base), checkpoint=tmp_path / "p.checkpoint.pt", **quiet)
     snap = torch.load(tmp_path / "p.checkpoint-40.pt", weights_only=True)["model"]
     part = train(LogicTrainConfig(**{**base, "fix_at": (40,)}), **quiet)
@@ -334,10 +345,8 @@ def test_fixed_layers_stop_learning_and_compute_their_circuit(zero_one, tmp_path
     assert h["val_relaxed"] == h["val_discrete"]
     with torch.no_grad():
         model = both["model"].train()
-        for layer in model.gate_layers():
-            layer.fixed = True
         x = torch.from_numpy(data["val"][0][:200])
-        relaxed = model(x)
+        relaxed = model(x, fixed=range(len(model.gate_layers())))
         torch.testing.assert_close(relaxed, model.eval()(x), rtol=0, atol=0)
     # fixing after the branch point replays; fixing before it differs
     late = {**base, "snapshots": (), "iters": 120}
@@ -358,7 +367,7 @@ def test_fixed_layers_stop_learning_and_compute_their_circuit(zero_one, tmp_path
 
 def test_layer_report_counts_wires_copies_and_ties():
     from kairo.logic._gates import GATE_NAMES
-    from kairo.logic._model import layer_report
+    from kairo.logic import layer_report
 
     cfg = LogicTrainConfig(classes=(0, 1), kernels=2, conv_blocks=2, hidden=20, layers=1,
                            iters=10, fix_at=(5,))
@@ -385,9 +394,9 @@ def test_layer_report_counts_wires_copies_and_ties():
 def test_checkpoint_from_another_architecture_or_corrupt(zero_one, tmp_path):
     cfg, data = zero_one
     train(LogicTrainConfig(**{**cfg.__dict__, "iters": 40}), checkpoint=tmp_path / "c.pt",
-          data=data, log=lambda *_: None, progress_bar=False)
+          data=data, progress_bar=False)
     other = LogicTrainConfig(**{**cfg.__dict__, "hidden": 80})
-    with pytest.raises(DataError, match="different architecture"):
+    with pytest.raises(DataError, match="other settings"):
         load_checkpoint(tmp_path / "c.pt", other)
     bad = tmp_path / "bad.pt"
     bad.write_bytes((tmp_path / "c.pt").read_bytes()[:500])
@@ -408,20 +417,20 @@ def test_keep_best_ends_with_the_best_validation_weights_and_resumes(zero_one, t
     """keep_best: the model ends with the weights of the best discrete validation accuracy
     (here scripted: 0.5, 0.9, 0.7 → iteration 80), also after a resume and when loaded from
     the checkpoint; the checkpoint's own weights stay the latest ones."""
-    import kairo.logic._model as M
+    import kairo.logic._train as M
 
     cfg, data = zero_one
-    quiet = dict(data=data, log=lambda *_: None, progress_bar=False)
+    quiet = dict(data=data, progress_bar=False)
 
     def scripted():
         seq = iter([0.5, 0.9, 0.7])
-        return lambda model, x, y, discrete=True: next(seq) if discrete else 0.5
+        return lambda model, x, y, discrete=True, **kw: next(seq) if discrete else 0.5
 
     cfg = LogicTrainConfig(**{**cfg.__dict__, "iters": 120, "eval_every": 40, "keep_best": True})
     monkeypatch.setattr(M, "accuracy", scripted())
     best = train(cfg, checkpoint=tmp_path / "best.pt", **quiet)
     assert best["kept_iter"] == 80
-    monkeypatch.setattr(M, "accuracy", lambda model, x, y, discrete=True: 0.5)
+    monkeypatch.setattr(M, "accuracy", lambda model, x, y, discrete=True, **kw: 0.5)
     ref = train(LogicTrainConfig(**{**cfg.__dict__, "iters": 80, "keep_best": False}), **quiet)
     assert ref["kept_iter"] is None
     for p, q in zip(best["model"].parameters(), ref["model"].parameters()):
@@ -434,7 +443,7 @@ def test_keep_best_ends_with_the_best_validation_weights_and_resumes(zero_one, t
     monkeypatch.setattr(M, "accuracy", scripted())
     train(LogicTrainConfig(**{**cfg.__dict__, "iters": 80}), checkpoint=tmp_path / "p.pt",
           **quiet)
-    monkeypatch.setattr(M, "accuracy", lambda model, x, y, discrete=True: 0.7)
+    monkeypatch.setattr(M, "accuracy", lambda model, x, y, discrete=True, **kw: 0.7)
     again = train(cfg, checkpoint=tmp_path / "p.pt", **quiet)
     assert again["resumed_from"] == 80 and again["kept_iter"] == 80
     for p, q in zip(again["model"].parameters(), ref["model"].parameters()):

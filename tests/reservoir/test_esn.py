@@ -1,4 +1,4 @@
-"""The reservoir engine: update rule, batching, back-end equivalence, determinism."""
+"""The reservoir engine: update rule, batching, engine equivalence, determinism."""
 
 import numpy as np
 import pytest
@@ -22,14 +22,14 @@ def _reference(w, win, inp, u, leak, bias, act):
     return np.array(out)
 
 
-@pytest.mark.parametrize("backend", ["scipy", "torch"])
+@pytest.mark.parametrize("engine", ["scipy", "torch"])
 @pytest.mark.parametrize("act,leak,bias", [("tanh", 1.0, 0.0), ("tanh", 0.3, 0.1),
                                            ("linear", 0.5, 0.0)])
-def test_matches_reference(small, backend, act, leak, bias):
+def test_matches_reference(small, engine, act, leak, bias):
     c = normalize(small, "spectral", target=0.9)
     inp = c.select(celltype="sensory")
     res = Reservoir(c, input_neurons=inp, n_inputs=2, activation=act, leak=leak, bias=bias,
-                    seed=0, backend=backend)
+                    seed=0, engine=engine)
     u = np.random.default_rng(1).uniform(-1, 1, (50, 2))
     ref = _reference(c.weights.toarray(), res.input_weights_, inp, u, leak, bias, act)
     np.testing.assert_allclose(res.run(u), ref, rtol=1e-10, atol=1e-12)
@@ -44,19 +44,21 @@ def test_pre_to_post_orientation():
     np.testing.assert_array_equal(x, [[1, 0, 0], [0, 1, 0], [0, 0, 1]])
 
 
-def test_batched_streams_equal_single_runs_and_backends_agree(small):
+def test_batched_streams_equal_single_runs_and_engines_agree(small):
     c = normalize(small, "row")
     res = Reservoir(c, input_neurons=c.select(celltype="sensory"),
                     readout_neurons=c.select(celltype="DN-VNC"), seed=5)
     u = np.random.default_rng(2).normal(size=(40, 16, 1))
     batched = {b: Reservoir(c, input_neurons=res.input_neurons,
-                            readout_neurons=res.readout_neurons, seed=5, backend=b).run(u)
+                            readout_neurons=res.readout_neurons, seed=5, engine=b).run(u)
                for b in ("scipy", "torch")}
     np.testing.assert_allclose(batched["scipy"], batched["torch"], rtol=1e-12, atol=1e-13)
     assert batched["scipy"].shape == (40, 16, res.n_readout)
     for s in (0, 7, 15):
         np.testing.assert_allclose(res.run(u[:, s, :]), batched["scipy"][:, s, :], atol=1e-13)
-    assert res.resolve_backend(1) in ("scipy", "torch")
+    assert res.resolve_engine(1) in ("scipy", "torch")
+    on_cpu = Reservoir(c, input_neurons=res.input_neurons, device="cpu")
+    assert on_cpu.resolve_engine(1) == "scipy" and on_cpu.resolve_device() == "cpu"
 
 
 def test_float32_close_to_float64(small):

@@ -1,6 +1,7 @@
 """The experiments behind the CLI, on the real connectome at small sizes."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from kairo.reservoir import (CompareConfig, PropagateConfig, RunConfig, SweepConfig,
@@ -11,6 +12,7 @@ SMALL = dict(n_train=300, n_test=150, washout=50, max_delay=10, cv=3,
              readout_group="DN-VNC+DN-SEZ")
 
 
+@pytest.mark.slow
 def test_run_is_deterministic_and_finite(winding):
     cfg = RunConfig(task="narma10", norm="row", **SMALL)
     a, b = run_experiment(cfg, winding), run_experiment(cfg, winding)
@@ -20,6 +22,7 @@ def test_run_is_deterministic_and_finite(winding):
     assert a["n_features"] == len(winding.group("DN-VNC+DN-SEZ"))
 
 
+@pytest.mark.slow
 def test_memory_capacity_reservoir_beats_chance(winding):
     m = run_experiment(RunConfig(task="memory-capacity", norm="row", **SMALL), winding)
     assert 1.0 < m["mc"] <= 10.0 and len(m["mc_curve"]) == 10
@@ -35,9 +38,10 @@ def test_null_stats_known_values():
     assert low["p_better"] == pytest.approx(4 / 5)
 
 
+@pytest.mark.slow
 def test_compare_and_sweep(winding):
     cfg = CompareConfig(task="memory-capacity", nulls=2, null_models=("rewire", "gaussian"),
-                        **SMALL)
+                        workers=1, **SMALL)
     r = compare_experiment(cfg, winding)
     t = r["table"]
     assert list(t.model.value_counts().sort_index().items()) == [("gaussian", 2), ("real", 1),
@@ -47,9 +51,26 @@ def test_compare_and_sweep(winding):
     again = compare_experiment(cfg, winding)
     np.testing.assert_array_equal(again["table"].mc, t.mc)
     s = sweep_experiment(SweepConfig(task="narma10", values=(0.5, 1.0), nulls=2,
-                                     null_models=("weight-shuffle",), **SMALL), winding)
+                                     null_models=("weight-shuffle",), workers=1, **SMALL),
+                         winding)
     assert len(s["table"]) == 2 * (1 + 2)
     assert set(s["curves"].model) == {"real", "weight-shuffle"}
+
+
+@pytest.mark.slow
+def test_parallel_conditions_give_the_serial_numbers(winding):
+    """Worker processes score the conditions with exactly the numbers of one by one."""
+    compare = dict(task="memory-capacity", nulls=2, null_models=("rewire", "gaussian"), **SMALL)
+    serial = compare_experiment(CompareConfig(workers=1, **compare), winding)
+    parallel = compare_experiment(CompareConfig(workers=2, executor="processes", **compare),
+                                  winding)
+    pd.testing.assert_frame_equal(serial["table"], parallel["table"], check_exact=True)
+    assert serial["summary"] == parallel["summary"]
+    sweep = dict(task="narma10", values=(0.5, 1.0), nulls=2, null_models=("weight-shuffle",),
+                 **SMALL)
+    serial = sweep_experiment(SweepConfig(workers=1, **sweep), winding)
+    parallel = sweep_experiment(SweepConfig(workers=2, executor="processes", **sweep), winding)
+    pd.testing.assert_frame_equal(serial["table"], parallel["table"], check_exact=True)
 
 
 def test_propagate(winding):

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from kairo._errors import ConfigError, DataError
-from kairo.attention._configs import NORMS  # noqa: F401  (re-exported)
+from kairo.attention._config import NORM_POSITIONS as NORMS  # noqa: F401  (re-exported)
 from kairo.attention._encodings import DEFAULT_MAX_LEN, RotaryEmbedding, SinusoidalEncoding
 
 __all__ = ["attention_reference", "MultiHeadAttention", "KVCache", "TransformerBlock",

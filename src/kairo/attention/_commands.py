@@ -1,95 +1,27 @@
-"""``kairo tsc …``: train, evaluate, predict, compare pooling heads, benchmark, figures.
+"""``kairo tsc …``: list, train, evaluate, predict, compare pooling heads, benchmark, figures.
 
-Each command's flags come from one flat config: the data options here plus every field of
-:class:`ModelConfig` and :class:`TrainConfig`, so a flag, a key in ``--config`` and a key in a
-results folder's ``config.yaml`` are the same name, and the two halves are handed on intact.
+Each command's config (``kairo.attention._config``) is flat: the data options plus the
+fields of :class:`ModelConfig` and :class:`TrainConfig` it needs, so a flag, a key in
+``--config`` and a key in a results folder's ``config.yaml`` are the same name. Importing this
+module does not import torch (the run functions do).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import sys
-from dataclasses import dataclass, field, make_dataclass
+import warnings
 from pathlib import Path
 
 import numpy as np
 
+from kairo._app import Command
 from kairo._errors import ConfigError, DataError, KairoError
-from kairo.attention._configs import ModelConfig, TrainConfig, head_norm_value
+from kairo.attention._config import (BenchmarkConfig, CompareConfig, EncodingsConfig,
+                                     EvaluateConfig, ListConfig, MapsConfig, PredictConfig,
+                                     TscTrainConfig, split_config)
 
-__all__ = ["TscTrainConfig", "EvaluateConfig", "PredictConfig", "MapsConfig",
-           "EncodingsConfig", "split_config", "load_data", "load_file", "run_train",
-           "run_evaluate", "run_predict", "run_maps", "run_encodings"]
-
-
-@dataclass(frozen=True)
-class DataOptions:
-    dataset: str = "GunPoint"          # a set shipped in aeon's wheel or MNIST1D (kairo tsc list)
-    train_file: str = ""               # your own data instead: .ts, .csv (label first) or .npz
-    test_file: str = ""
-    pad: bool = False                  # allow series of different lengths (padded, masked)
-    mnist1d_length: int = 40
-
-
-def _flat(name: str, *parts, extra=(), exclude=(), check=None) -> type:
-    """One frozen dataclass holding the fields of ``parts`` (in order, minus ``exclude``) and
-    ``extra``; its ``__post_init__`` validates by building each part (excluded fields at their
-    defaults), then runs ``check``."""
-    fields, seen = [], set(exclude)
-    for part in parts:
-        for f in dataclasses.fields(part):
-            if f.name in exclude:
-                continue
-            if f.name in seen:
-                raise TypeError(f"duplicate config field {f.name}")   # a programming error
-            seen.add(f.name)
-            fields.append((f.name, f.type, field(default=f.default)))
-    fields += list(extra)
-
-    def post_init(self):
-        if hasattr(self, "head_norm"):      # "false" from the command line is the bool
-            object.__setattr__(self, "head_norm", head_norm_value(self.head_norm))
-        for part in parts:
-            part(**{f.name: getattr(self, f.name) for f in dataclasses.fields(part)
-                    if f.name not in exclude})
-        _check_data(self)
-        if check is not None:
-            check(self)
-
-    return make_dataclass(name, fields, frozen=True, namespace={"__post_init__": post_init})
-
-
-def _check_data(cfg) -> None:
-    if not hasattr(cfg, "dataset"):
-        return
-    if bool(cfg.train_file) != bool(cfg.test_file) and cfg.train_file:
-        raise ConfigError("--train-file needs --test-file too (kairo reports test metrics)")
-    if cfg.test_file and not cfg.train_file and not getattr(cfg, "model", ""):
-        raise ConfigError("--test-file without --train-file: give both, or a --model to "
-                          "evaluate")
-    if cfg.mnist1d_length < 12:
-        raise ConfigError(f"mnist1d_length must be ≥ 12 (the templates' length), got "
-                          f"{cfg.mnist1d_length}")
-
-
-TscTrainConfig = _flat("TscTrainConfig", DataOptions, ModelConfig, TrainConfig)
-TscTrainConfig.__doc__ = "``kairo tsc train``: data options + ModelConfig + TrainConfig."
-
-# evaluate and maps: an empty dataset means the set the model was trained on (model_dataset)
-EvaluateConfig = _flat("EvaluateConfig", DataOptions, exclude=("dataset",), extra=[
-    ("dataset", str, field(default="")), ("model", str, field(default="")),
-    ("split", str, field(default="test"))])
-PredictConfig = make_dataclass("PredictConfig", [
-    ("model", str, field(default="")), ("input", str, field(default="")),
-    ("output", str, field(default="")), ("pad", bool, field(default=False)),
-    ("labelled", bool, field(default=False)), ("overwrite", bool, field(default=False))],
-    frozen=True)
-
-
-def split_config(cfg) -> tuple[ModelConfig, TrainConfig]:
-    """The ModelConfig and TrainConfig inside a flat config."""
-    return tuple(cls(**{f.name: getattr(cfg, f.name) for f in dataclasses.fields(cls)})
-                 for cls in (ModelConfig, TrainConfig))
+__all__ = ["COMMANDS", "load_data", "load_file", "inputs", "model_dataset", "run_train",
+           "run_evaluate", "run_predict", "run_maps", "run_encodings", "maps_figure"]
 
 
 # ---------------------------------------------------------------------------- data
@@ -141,13 +73,17 @@ def load_file(path, *, pad: bool = False, labelled: bool = True):
     raise DataError(f"data file {p}: unknown extension {suffix!r}; use .ts, .csv, .npz or .npy")
 
 
-def data_files(cfg) -> dict[str, Path]:
+def inputs(cfg) -> dict[str, Path]:
     """The files a tsc command reads, by label, for the run record's checksums: the user's
     files, or else the shipped sets' ``.ts`` files (MNIST-1D is generated from the recorded
-    seed, so it has none), and the model or runs table a command loads."""
+    seed, so it has none), and the model or runs table a command loads. ``evaluate`` and
+    ``maps`` without a dataset read the set the model was trained on."""
     from kairo.attention import _data
 
-    files = {key: Path(getattr(cfg, key)) for key in ("train_file", "test_file", "model", "reuse")
+    if isinstance(cfg, EvaluateConfig):
+        cfg = model_dataset(cfg)
+    files = {key: Path(getattr(cfg, key))
+             for key in ("train_file", "test_file", "model", "reuse", "input")
              if getattr(cfg, key, "")}
     if getattr(cfg, "train_file", "") or getattr(cfg, "test_file", ""):
         sets = []                                        # the user's files replace --dataset
@@ -167,9 +103,16 @@ def data_files(cfg) -> dict[str, Path]:
 
 
 # ---------------------------------------------------------------------------- train & evaluate
-def run_train(cfg, rd, out: Path, log=print) -> str:
+def run_list(cfg: ListConfig, rd) -> str:
+    from kairo.attention import list_datasets
+
+    return "\n".join(list_datasets())
+
+
+def run_train(cfg: TscTrainConfig, rd) -> str:
     """Fit on the training split (early stopping on a stratified validation part), then
-    score the test split; writes the model, metrics, tables and figures into ``rd``."""
+    score the test split; writes the model, metrics, tables and figures into ``rd``. A killed
+    run resumes from ``rd.checkpoint``."""
     from kairo.attention import _train
 
     model_cfg, train_cfg = split_config(cfg)
@@ -178,37 +121,35 @@ def run_train(cfg, rd, out: Path, log=print) -> str:
         raise DataError(f"{cfg.train_file or cfg.dataset}: the training series hold one class "
                         f"({train.classes[0]!r}); a classifier needs at least two")
     _check_pair(train, test)
-    ckpt = checkpoint_path(out)         # a killed run resumes from here
-    res = _train.fit(model_cfg, train_cfg, train, checkpoint=ckpt, log=log)
+    res = _train.fit(model_cfg, train_cfg, train, checkpoint=rd.checkpoint)
     model = res["model"]
+    for key in ("znorm", "head_norm", "weight_init", "layout"):
+        if key in res["meta"]:
+            rd.resolve(key if key != "layout" else "resnet_layout", res["meta"][key])
     meta = {"dataset": train.name if not cfg.train_file else cfg.train_file,   # canonical
             "classes": list(train.classes),
             **{k: v for k, v in res["meta"].items() if k.startswith("znorm")},
             "n_steps": train.n_steps, "best_epoch": res["best_epoch"]}
     _train.save_classifier(rd.path / "model.pt", model, model_cfg, meta)
-    rd.files.append("model.pt")
+    rd.add("model.pt")
     report = _train.evaluate(model, test)          # test labels matched to train's by name
     _write_report(rd, report, train.classes, "test")
     import pandas as pd
 
     hist = pd.DataFrame(res["history"])
-    rd.write_table("history.csv", hist)
-    rd.save_figure(_curves_figure(hist), "curves.png")
+    rd.add("history.csv", hist)
+    rd.add("curves.png", _curves_figure(hist))
     summary = {"dataset": meta["dataset"], "encoder": model_cfg.encoder, "pool": model_cfg.pool,
                "test_accuracy": report["accuracy"], "test_macro_f1": report["f1_macro"],
                "best_epoch": res["best_epoch"], "epochs_run": len(res["history"]),
                "train_seconds": res["seconds"], "samples_per_s": res["samples_per_s"],
                "n_params": int(sum(p.numel() for p in model.parameters()))}
-    rd.write_json("summary.json", summary)
+    rd.add("summary.json", summary)
     return (f"{summary['dataset']}: {model_cfg.encoder} + {model_cfg.pool} pooling — test "
             f"accuracy {report['accuracy']:.2%}, macro F1 {report['f1_macro']:.3f} "
             f"({len(test)} series; best epoch {res['best_epoch']}, "
             f"{res['seconds']:.1f} s"
             + (f", {res['samples_per_s']:.0f} samples/s)" if res["samples_per_s"] else ")"))
-
-
-def checkpoint_path(out: Path) -> Path:
-    return Path(out).with_name(Path(out).name + ".checkpoint.pt")
 
 
 def _one_length(train, test, cfg):
@@ -226,7 +167,7 @@ def _one_length(train, test, cfg):
     if cfg.encoder == "transformer" and test.n_steps > train.n_steps:
         raise DataError(f"the test series have {test.n_steps} steps, the training series "
                         f"{train.n_steps}: a Transformer's positions end at the training "
-                        f"length; pass --pad true to pad both splits to {test.n_steps} steps")
+                        f"length; pass --pad to pad both splits to {test.n_steps} steps")
     return train, test
 
 
@@ -243,17 +184,17 @@ def _check_pair(train, test) -> None:
 def _write_report(rd, report: dict, classes, split: str) -> None:
     from kairo.attention import _metrics
 
-    rd.write_json("metrics.json", {k: v for k, v in report.items()
-                                   if k not in ("confusion", "per_class", "pred", "proba")} |
-                  {"split": split, "confusion": np.asarray(report["confusion"]).tolist()})
-    rd.write_table("per_class.csv", _metrics.per_class_table(report))
+    rd.add("metrics.json", {k: v for k, v in report.items()
+                            if k not in ("confusion", "per_class", "pred", "proba")} |
+           {"split": split, "confusion": np.asarray(report["confusion"]).tolist()})
+    rd.add("per_class.csv", _metrics.per_class_table(report))
     import pandas as pd
 
     cm = pd.DataFrame(np.asarray(report["confusion"]), index=[f"true {c}" for c in classes],
                       columns=[f"pred {c}" for c in classes])
-    rd.write_table("confusion.csv", cm.reset_index(names="true"))
-    rd.save_figure(_metrics.confusion_figure(np.asarray(report["confusion"]), list(classes)),
-                   "confusion.png")
+    rd.add("confusion.csv", cm.reset_index(names="true"))
+    rd.add("confusion.png",
+           _metrics.confusion_figure(np.asarray(report["confusion"]), list(classes)))
 
 
 def _curves_figure(hist):
@@ -280,7 +221,7 @@ def _length_warning(data, meta: dict, hint: str = "") -> str:
         return ""
     note = (f"these series have {data.n_steps} steps, the model was trained on {trained}-step "
             f"series{hint}")
-    print(f"kairo: warning: {note}", file=sys.stderr)
+    warnings.warn(note, stacklevel=2)
     return note
 
 
@@ -288,7 +229,8 @@ def model_dataset(cfg, meta: dict | None = None):
     """``cfg`` with an empty ``dataset`` filled in from the model (``evaluate`` / ``maps``
     without --dataset or --test-file score the set the model was trained on; an MNIST-1D
     model at its own length). A model trained on the user's files names no shipped set, so
-    the user gives --test-file or --dataset. ``meta``: the loaded model's, if at hand."""
+    the user gives --test-file or --dataset. ``meta``: the loaded model's, if at hand. The
+    config keeps "" (a re-run resolves it again); the run records the set in run.json."""
     if cfg.dataset or cfg.test_file or not cfg.model:
         return cfg
     from kairo.attention import _data, _train
@@ -303,7 +245,7 @@ def model_dataset(cfg, meta: dict | None = None):
         raise ConfigError(f"model {cfg.model} was trained on {trained or 'unnamed data'}, not "
                           f"a shipped set: give --test-file (or --dataset)") from None
     # the model's own MNIST-1D length, unless --mnist1d-length chose one
-    default_len = DataOptions.__dataclass_fields__["mnist1d_length"].default
+    default_len = type(cfg).__dataclass_fields__["mnist1d_length"].default
     extra = ({"mnist1d_length": int(m["n_steps"])} if canon == "MNIST1D" and m.get("n_steps")
              and cfg.mnist1d_length == default_len else {})
     return dataclasses.replace(cfg, dataset=canon, **extra)
@@ -319,21 +261,30 @@ def _dataset_warning(cfg, meta: dict) -> None:
     trained = str(meta.get("meta", meta).get("dataset", ""))
     scored = _data.canonical_name(cfg.dataset)
     if trained and trained != scored:
-        print(f"kairo: warning: the model was trained on {trained}; scoring it on {scored}",
-              file=sys.stderr)
+        warnings.warn(f"the model was trained on {trained}; scoring it on {scored}",
+                      stacklevel=2)
 
 
 def _scored_data(cfg):
     """The series ``evaluate`` / ``maps`` score: ``--test-file`` if given, else the
-    ``--split`` of the dataset (a split of a file would be mislabelled, so it is refused)."""
-    if cfg.split not in ("train", "test"):
-        raise ConfigError(f"split must be 'train' or 'test', got {cfg.split!r}")
+    ``--split`` of the dataset (a split of a file would be mislabelled: the config refuses
+    it)."""
+    from kairo.attention import load_dataset
+
     if cfg.test_file:
-        if cfg.split != "test":
-            raise ConfigError(f"--split {cfg.split} picks a split of --dataset; with "
-                              f"--test-file that file is scored: leave --split at test")
         return load_file(cfg.test_file, pad=cfg.pad)
-    return load_data(cfg, cfg.split)
+    return load_dataset(cfg.dataset, cfg.split, mnist1d_length=cfg.mnist1d_length)
+
+
+def _resolve_dataset(cfg, meta, rd):
+    """``cfg`` with the set the model was trained on where it names none, recorded in
+    run.json (config.yaml keeps "", so ``--config`` of this run resolves it again)."""
+    scored = model_dataset(cfg, meta)
+    if scored.dataset != cfg.dataset:
+        rd.resolve("dataset", scored.dataset)
+    if scored.mnist1d_length != cfg.mnist1d_length:
+        rd.resolve("mnist1d_length", scored.mnist1d_length)
+    return scored
 
 
 def _model_classes(meta: dict, data) -> list[str]:
@@ -346,13 +297,11 @@ def _model_classes(meta: dict, data) -> list[str]:
     return names
 
 
-def run_evaluate(cfg, rd) -> str:
+def run_evaluate(cfg: EvaluateConfig, rd) -> str:
     from kairo.attention import _train
 
-    if not cfg.model:
-        raise ConfigError("--model is required (a model.pt written by kairo tsc train)")
     model, meta = _train.load_classifier(cfg.model)
-    cfg = model_dataset(cfg, meta)
+    cfg = _resolve_dataset(cfg, meta, rd)
     _dataset_warning(cfg, meta)
     data = _scored_data(cfg)
     names = _model_classes(meta, data)
@@ -363,25 +312,25 @@ def run_evaluate(cfg, rd) -> str:
             f"on {len(data)} series")
 
 
-def run_predict(cfg) -> str:
+def run_predict(cfg: PredictConfig, rd=None) -> str:
     """Predicted class and class probabilities for every series of ``--input``, as CSV."""
     import pandas as pd
 
     from kairo._runs import atomic_write_text
     from kairo.attention import _train
 
-    if not cfg.model or not cfg.input or not cfg.output:
-        raise ConfigError("--model, --input and --output are required")
     out = Path(cfg.output)
     if not out.parent.is_dir():
         raise KairoError(f"output {out}: folder {out.parent} does not exist")
     if out.is_dir():
         raise KairoError(f"output {out} is a folder; --output names the CSV file to write")
-    if out.exists() and out.resolve() == Path(cfg.input).resolve():
-        raise KairoError(f"output {out} is the input file; write the predictions elsewhere")
+    for name in ("input", "model"):
+        if out.exists() and out.resolve() == Path(getattr(cfg, name)).resolve():
+            raise KairoError(f"output {out} is the {name} file; write the predictions "
+                             f"elsewhere")
     if out.exists() and not cfg.overwrite:
         raise KairoError(f"output {out} already exists; choose another --output or pass "
-                         f"--overwrite true")
+                         f"--overwrite")
     model, meta = _train.load_classifier(cfg.model)
     data = load_file(cfg.input, pad=cfg.pad, labelled=cfg.labelled)
     m = meta.get("meta", meta)
@@ -390,7 +339,7 @@ def run_predict(cfg) -> str:
     if Path(cfg.input).suffix.lower() == ".csv":    # a label column is told only by length
         hint = (" (if the first CSV column holds no labels, leave out --labelled)"
                 if cfg.labelled else
-                " (if the first CSV column holds labels, pass --labelled true)")
+                " (if the first CSV column holds labels, pass --labelled)")
     note = _length_warning(data, m, hint)
     if note:
         notes.append(note)
@@ -413,41 +362,25 @@ def run_predict(cfg) -> str:
 
 
 # ---------------------------------------------------------------------------- figures
-@dataclass(frozen=True)
-class MapsConfig:
-    model: str = ""
-    dataset: str = ""                  # "": the set the model was trained on
-    split: str = "test"
-    samples: tuple[int, ...] = (0,)    # series indices to draw
-    train_file: str = ""
-    test_file: str = ""
-    pad: bool = False
-    mnist1d_length: int = 40
-
-
 def run_maps(cfg: MapsConfig, rd) -> str:
     """Pooling weights over time and per-head self-attention for chosen series."""
     import torch
 
     from kairo.attention import _train
 
-    if not cfg.model:
-        raise ConfigError("--model is required (a model.pt written by kairo tsc train)")
-    if not cfg.samples:
-        raise ConfigError("--samples needs at least one series index, e.g. --samples 0,1")
     model, meta = _train.load_classifier(cfg.model)
-    cfg = model_dataset(cfg, meta)
+    cfg = _resolve_dataset(cfg, meta, rd)
     _dataset_warning(cfg, meta)
     data = _scored_data(cfg)
     classes = _model_classes(meta, data)
-    bad = [i for i in cfg.samples if not 0 <= i < len(data)]
+    bad = [i for i in cfg.series if not 0 <= i < len(data)]
     if bad:
-        raise ConfigError(f"samples {bad} are out of range: the {cfg.split} split has "
+        raise ConfigError(f"series {bad} are out of range: the {cfg.split} split has "
                           f"{len(data)} series (0…{len(data) - 1})")
     _train.check_max_len(model, data.n_steps, f"{data.name} {cfg.split}")
     x_all = _train.scale_input(data.x, data.mask, meta.get("meta", meta))   # per series
-    x = x_all[list(cfg.samples)]
-    mask = None if data.mask is None else data.mask[list(cfg.samples)]
+    x = x_all[list(cfg.series)]
+    mask = None if data.mask is None else data.mask[list(cfg.series)]
     model.eval()
     with torch.no_grad():
         xt = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))
@@ -455,19 +388,19 @@ def run_maps(cfg: MapsConfig, rd) -> str:
         maps = model.attention_maps(xt, mt)
     pred = maps["logits"].argmax(1).numpy()
     names = []
-    for j, i in enumerate(cfg.samples):
-        if f"attention_{i}.png" in names:                   # --samples 0,0
+    for j, i in enumerate(cfg.series):
+        if f"attention_{i}.png" in names:                   # --series 0,0
             continue
         fig = maps_figure(data.x[i], None if data.mask is None else data.mask[i], maps, j,
                           title=f"{data.name} {cfg.split} #{i}: true {data.classes[data.y[i]]}, "
                                 f"predicted {classes[pred[j]]}")
         names.append(f"attention_{i}.png")
-        rd.save_figure(fig, names[-1])
+        rd.add(names[-1], fig)
     msg = f"wrote {', '.join(names)}"
     if maps["pool"] is None:
         return msg + f"; a {model.cfg.pool} pool has no weights to summarise"
     table = _pool_table(model, x_all, data.mask, data.y, classes, data.classes)
-    rd.write_table("pooling.csv", table)
+    rd.add("pooling.csv", table)
     eff, peak = table["effective_fraction"], table["peak_ratio"]
     return (f"{msg}, pooling.csv; pooling weights over the {len(data)} {cfg.split} series: "
             f"effective fraction of tokens median {eff.median():.3f} (min {eff.min():.3f}; "
@@ -482,10 +415,10 @@ def _pool_table(model, x_all, mask, y, classes, true_names):
     import pandas as pd
     import torch
 
-    from kairo.attention._pooling import pool_concentration
+    from kairo.attention import pool_concentration
 
     t = x_all.shape[-1]
-    per_series = 4 * t * t * model.cfg.n_heads * model.cfg.layers
+    per_series = 4 * t * t * model.cfg.n_heads * model.cfg.blocks
     batch = max(1, min(64, (256 << 20) // per_series))
     pred, eff, peak = [], [], []
     for s in range(0, len(y), batch):
@@ -560,21 +493,10 @@ def maps_figure(series, mask, maps: dict, j: int, title: str = ""):
     return fig
 
 
-@dataclass(frozen=True)
-class EncodingsConfig:
-    d: int = 64
-    positions: int = 128
-    base: float = 10000.0
-
-
 def run_encodings(cfg: EncodingsConfig, rd) -> str:
-    from kairo.attention._encodings import encoding_figure, offset_rotation, sinusoidal_table
+    from kairo.attention import encoding_figure, offset_rotation, sinusoidal_table
 
-    if cfg.positions < 2:
-        raise ConfigError(f"--positions must be ≥ 2 (the offset check needs two positions), "
-                          f"got {cfg.positions}")
-    rd.save_figure(encoding_figure(d=cfg.d, n_pos=cfg.positions, base=cfg.base),
-                   "sinusoidal.png")
+    rd.add("sinusoidal.png", encoding_figure(d=cfg.d, n_pos=cfg.positions, base=cfg.base))
     pe = sinusoidal_table(cfg.positions, cfg.d, cfg.base).double()
     err = 0.0
     # offsets that leave at least one pair of positions to compare
@@ -582,7 +504,47 @@ def run_encodings(cfg: EncodingsConfig, rd) -> str:
     for phi in phis:
         m = offset_rotation(phi, cfg.d, cfg.base).double()
         err = max(err, float((pe[phi:] - pe[:-phi] @ m.T).abs().max()))
-    rd.write_json("encodings.json", {"d": cfg.d, "positions": cfg.positions, "base": cfg.base,
+    rd.add("encodings.json", {"d": cfg.d, "positions": cfg.positions, "base": cfg.base,
                                      "offsets": phis, "max_offset_rotation_error": err})
     return (f"wrote sinusoidal.png; pe(pos+φ) = M_φ·pe(pos) holds to {err:.1e} "
             f"(φ = {', '.join(map(str, phis))})")
+
+
+def run_compare(cfg: CompareConfig, rd) -> str:
+    from kairo.attention._compare import run_compare as compare
+
+    return compare(cfg, rd)
+
+
+def run_benchmark(cfg: BenchmarkConfig, rd) -> str:
+    from kairo.attention._compare import run_benchmark as benchmark
+
+    return benchmark(cfg, rd)
+
+
+def _grid_inputs(cfg) -> dict[str, Path]:
+    from kairo.attention import canonical_datasets
+
+    return inputs(dataclasses.replace(cfg, datasets=canonical_datasets(cfg.datasets)))
+
+
+COMMANDS = [
+    Command("tsc list", ListConfig, run_list, "datasets available offline", folder=False),
+    Command("tsc train", TscTrainConfig, run_train, "train a classifier (encoder + pooling "
+            "head) and score it on the test split", inputs=inputs,
+            description="train a classifier (encoder + pooling head) and score it on the test "
+            "split; a killed run resumes from <out>.checkpoint.pt"),
+    Command("tsc evaluate", EvaluateConfig, run_evaluate, "metrics of a trained model on a "
+            "dataset", inputs=inputs),
+    Command("tsc predict", PredictConfig, run_predict, "classes and probabilities for your "
+            "series (CSV)", inputs=inputs, folder=False),
+    Command("tsc compare-pooling", CompareConfig, run_compare, "every pooling head × encoder × "
+            "dataset × seed, with paired tests against mean pooling", inputs=_grid_inputs),
+    Command("tsc benchmark", BenchmarkConfig, run_benchmark, "the best configuration per "
+            "dataset (chosen on the training split: validation hold-out or k-fold CV) next to "
+            "published results", inputs=_grid_inputs),
+    Command("tsc maps", MapsConfig, run_maps, "pooling weights and self-attention of a trained "
+            "model for chosen series (figures)", inputs=inputs),
+    Command("tsc encodings", EncodingsConfig, run_encodings, "heatmap of the sinusoidal "
+            "positional encoding"),
+]

@@ -6,117 +6,41 @@ stratified k-fold cross-validation — next to published results)."""
 from __future__ import annotations
 
 import dataclasses
-import os
-import sys
-from dataclasses import field
+import warnings
 
 import numpy as np
 import pandas as pd
 
-from kairo._errors import ConfigError, DataError
-from kairo.attention._commands import _flat, split_config
-from kairo.attention._configs import (ENCODERS, POOLS, ModelConfig, TrainConfig,
-                                      encoder_default, value_before_field,
-                                      znorm_mode)
+from kairo._errors import DataError
+from kairo._stats import welch_p, wilcoxon_p
+from kairo.attention._config import (ENCODERS, HEAD_NORMS, UNIVARIATE, WEIGHT_INITS,
+                                     BenchmarkConfig, CompareConfig, ModelConfig, TrainConfig,
+                                     model_config, resolve_head, train_config)
 
 __all__ = ["CompareConfig", "BenchmarkConfig", "run_grid", "pooling_tests", "summarize",
            "cv_folds", "cv_summary", "comparison_figure", "run_compare", "run_benchmark",
-           "resnet_test", "welch_p", "UNIVARIATE"]
-
-# every univariate classification set the aeon wheel ships (UnitTest aside), each with
-# published figures; the variable-length one as its equal-length copy, the input the
-# published figures were measured on
-UNIVARIATE = ("ACSF1", "ArrowHead", "Covid3Month_disc", "GunPoint", "ItalyPowerDemand",
-              "OSULeaf", "PickupGestureWiimoteZ_eq")
-
-_GRID = [("datasets", tuple[str, ...], field(default=("GunPoint", "ArrowHead",
-                                                       "ItalyPowerDemand"))),
-         ("encoders", tuple[str, ...], field(default=ENCODERS)),
-         ("pools", tuple[str, ...], field(default=POOLS)),
-         ("seeds", int, field(default=5)),
-         ("first_seed", int, field(default=0)),      # seeds first_seed … first_seed+seeds-1
-         ("workers", int, field(default=0)),          # processes; 0 = one per core
-         ("mnist1d_length", int, field(default=40))]
-_GRID_DEFAULTS = {name: f.default for name, _, f in _GRID}
+           "resnet_test", "canonical_datasets", "UNIVARIATE"]
 
 
-SELECTS = ("holdout", "cv")
-
-
-def _check_grid(cfg) -> None:
-    for name, allowed in (("encoders", ENCODERS), ("pools", POOLS)):
-        bad = [v for v in getattr(cfg, name) if v not in allowed]
-        if bad or not getattr(cfg, name):
-            raise ConfigError(f"{name} must be a comma-separated subset of {', '.join(allowed)}; "
-                              f"got {', '.join(getattr(cfg, name)) or 'nothing'}")
-    if not cfg.datasets:
-        raise ConfigError("datasets: name at least one (see `kairo tsc list`)")
-    # names are case-insensitive; the canonical spelling keys the tables and the published
-    # figures, and an unknown name fails here, before any worker starts
+def canonical_datasets(names) -> tuple[str, ...]:
+    """``names`` in their canonical spelling (names are case-insensitive; the canonical one
+    keys the tables and the published figures); every unknown name is refused at once, before
+    any worker starts."""
+    from kairo._errors import ConfigError
     from kairo.attention._data import canonical_name, list_datasets
 
-    names, unknown = [], []
-    for d in cfg.datasets:
+    out, unknown = [], []
+    for d in names:
         try:
-            names.append(canonical_name(d))
+            out.append(canonical_name(d))
         except DataError:
             unknown.append(d)
-    if unknown:                                    # every unknown name at once
+    if unknown:
         raise ConfigError(f"datasets: unknown {', '.join(map(repr, unknown))}; available "
                           f"offline: {', '.join(list_datasets())}")
-    names = tuple(names)
-    if len(set(names)) != len(names):
-        raise ConfigError(f"datasets lists a set twice: {', '.join(cfg.datasets)}")
-    object.__setattr__(cfg, "datasets", names)          # frozen dataclass
-    for name, low in (("seeds", 1), ("first_seed", 0), ("workers", 0)):
-        v = getattr(cfg, name)
-        if isinstance(v, bool) or not isinstance(v, int) or v < low:   # name the bad field
-            raise ConfigError(f"{name} must be an integer ≥ {low}, got {v!r}")
-
-
-CompareConfig = _flat("CompareConfig", ModelConfig, TrainConfig, extra=_GRID,
-                      exclude=("encoder", "pool", "seed"), check=_check_grid)
-CompareConfig.__doc__ = "``kairo tsc compare-pooling``: a grid of pooling heads × encoders."
-
-
-def _check_benchmark(cfg) -> None:
-    _check_grid(cfg)
-    if cfg.select not in SELECTS:
-        raise ConfigError(f"select must be one of {', '.join(SELECTS)}; got {cfg.select!r}")
-    if isinstance(cfg.folds, bool) or not isinstance(cfg.folds, int) or cfg.folds < 2:
-        raise ConfigError(f"folds must be an integer ≥ 2, got {cfg.folds!r}")
-    if isinstance(cfg.cv_repeats, bool) or not isinstance(cfg.cv_repeats, int) or \
-            cfg.cv_repeats < 1:
-        raise ConfigError(f"cv_repeats must be an integer ≥ 1, got {cfg.cv_repeats!r}")
-    for tw in cfg.time_warps:         # each candidate must be a valid TrainConfig.time_warp
-        try:
-            TrainConfig(time_warp=tw)
-        except ConfigError:
-            raise ConfigError(f"time_warps: each candidate must be a finite number ≥ 0 (a "
-                              f"log-speed sd), got {tw!r}") from None
-    if len(set(cfg.time_warps)) != len(cfg.time_warps):
-        raise ConfigError(f"time_warps lists a candidate twice: {cfg.time_warps}")
-    if cfg.select == "cv" and not cfg.refit:
-        raise ConfigError("select cv needs refit: cross-validation never touches the test "
-                          "split, so only the refit runs give test accuracy")
-
-
-BenchmarkConfig = _flat(
-    "BenchmarkConfig", ModelConfig, TrainConfig,
-    extra=[g for g in _GRID if g[0] != "datasets"] +
-          [("datasets", tuple[str, ...], field(default=UNIVARIATE)),
-           ("reuse", str, field(default="")),
-           ("refit", bool, field(default=True)),
-           ("select", str, field(default="holdout")),     # holdout, cv
-           ("folds", int, field(default=5)),              # cv: stratified folds
-           ("cv_repeats", int, field(default=1)),         # cv: shuffles (seeds first_seed…)
-           ("time_warps", tuple[float, ...], field(default=()))],   # () = just --time-warp
-    exclude=("encoder", "pool", "seed"), check=_check_benchmark)
-BenchmarkConfig.__doc__ = ("``kairo tsc benchmark``: the best configuration per dataset "
-                           "(encoder × pooling head × time-warp candidate, chosen on a "
-                           "validation hold-out or by k-fold cross-validation of the training "
-                           "split), refit on the whole training split, against published "
-                           "results.")
+    if len(set(out)) != len(out):
+        raise ConfigError(f"datasets lists a set twice: {', '.join(names)}")
+    return tuple(out)
 
 
 # ---------------------------------------------------------------------------- running
@@ -152,7 +76,7 @@ def _one(job: dict) -> dict:
         fit_idx, score_idx = cv_folds(train.y, fold["folds"], fold["split_seed"])[fold["index"]]
         train, scored = train.subset(fit_idx), train.subset(score_idx)
     t0 = time.perf_counter()
-    res = _train.fit(mcfg, tcfg, train, log=lambda *_: None, progress_bar=False)
+    res = _train.fit(mcfg, tcfg, train, progress_bar=False)
     hist = res["history"]
     best = next((h for h in hist if h["epoch"] == res["best_epoch"]), hist[-1])
     row = {"dataset": job["dataset"], "encoder": mcfg.encoder, "pool": mcfg.pool,
@@ -190,16 +114,14 @@ def _jobs(cfg, combos, datasets=None, *, folds: int = 0, seeds: int = 0,
           **train_overrides) -> list[dict]:
     """One job per dataset × candidate × seed (× fold when ``folds``); ``combos`` is a list of
     candidates, (encoder, pool) or (encoder, pool, time_warp), or a dict dataset → list of
-    them. ``seeds`` (default ``cfg.seeds``) counts from ``cfg.first_seed``."""
-    tcfg = split_config(_with(cfg, encoder=ENCODERS[0], pool=POOLS[0], seed=0))[1]
+    them. ``seeds`` (default ``cfg.seeds``) counts from ``cfg.seed``."""
     jobs = []
-    for ds in datasets or cfg.datasets:
+    for ds in datasets or canonical_datasets(cfg.datasets):
         for enc, pool, *tw in (combos[ds] if isinstance(combos, dict) else combos):
             warp = {"time_warp": float(tw[0])} if tw else {}
-            # built for each encoder, not replaced: "auto" fields resolve per encoder
-            m = split_config(_with(cfg, encoder=enc, pool=pool, seed=0))[0]
-            for seed in range(cfg.first_seed, cfg.first_seed + (seeds or cfg.seeds)):
-                t = dataclasses.replace(tcfg, seed=seed, threads=1, **warp, **train_overrides)
+            m = model_config(cfg, encoder=enc, pool=pool)
+            for seed in range(cfg.seed, cfg.seed + (seeds or cfg.seeds)):
+                t = train_config(cfg, seed=seed, threads=1, **warp, **train_overrides)
                 for index in range(folds) if folds else [None]:
                     job = {"dataset": ds, "model": dataclasses.asdict(m),
                            "train": dataclasses.asdict(t), "threads": 1,
@@ -210,50 +132,18 @@ def _jobs(cfg, combos, datasets=None, *, folds: int = 0, seeds: int = 0,
     return jobs
 
 
-def _with(cfg, **values):
-    """The flat config's fields plus ``values``, as a simple namespace for split_config."""
-    from types import SimpleNamespace
-
-    return SimpleNamespace(**{f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)},
-                           **values)
-
-
-def run_grid(jobs: list[dict], workers: int = 0, progress_bar=None, run=None) -> pd.DataFrame:
-    """Run ``jobs`` in spawned worker processes (one torch thread each); rows in job order.
-    ``run`` (a picklable top-level function of one job → a row dict) replaces the default
-    fit-then-test (benchmarks use it to score variants of the same trained weights)."""
-    run = run or _one
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-    from multiprocessing import get_context
-
-    from kairo._progress import progress
+def run_grid(jobs: list[dict], workers: int = 0, progress_bar=None, run=None, *,
+             executor: str = "auto") -> pd.DataFrame:
+    """Run ``jobs`` with :func:`kairo._jobs.map_jobs` (spawned worker processes or Ray, one
+    torch thread each); rows in job order. ``run`` (a picklable top-level function of one job
+    → a row dict) replaces the default fit-then-test (benchmarks use it to score variants of
+    the same trained weights)."""
+    from kairo._jobs import map_jobs
 
     for ds in {j["dataset"] for j in jobs}:          # fail fast on a bad name, in this process
         _data(ds, jobs[0]["mnist1d_length"])
-    n = workers or os.cpu_count() or 1
-    rows: list = [None] * len(jobs)
-    bar = progress(total=len(jobs), desc="runs", enabled=progress_bar)
-    if n == 1:
-        for i, job in enumerate(jobs):
-            rows[i] = run(job)
-            bar.update(1)
-    else:
-        pool = ProcessPoolExecutor(n, mp_context=get_context("spawn"))
-        try:
-            futures = {pool.submit(run, job): i for i, job in enumerate(jobs)}
-            for fut in as_completed(futures):
-                rows[futures[fut]] = fut.result()
-                bar.update(1)
-        except BaseException:
-            # a failed job, Ctrl-C or SIGTERM: stop the workers now instead of letting the
-            # executor's exit wait for every running training (minutes each); the executor
-            # has no public call for this, so its worker table is used
-            for proc in list((getattr(pool, "_processes", None) or {}).values()):
-                proc.terminate()
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
-        pool.shutdown()
-    bar.close()
+    rows = map_jobs(run or _one, jobs, workers=workers, executor=executor, desc="runs",
+                    progress_bar=progress_bar)
     return pd.DataFrame(rows)
 
 
@@ -274,8 +164,6 @@ def pooling_tests(df: pd.DataFrame, baseline: str = "mean") -> pd.DataFrame:
     """Each pooling head against ``baseline``, paired by (dataset, seed) within an encoder and
     over both encoders: mean difference in test accuracy, wins/ties/losses and a two-sided
     Wilcoxon signed-rank p (zero differences split between ranks, "zsplit")."""
-    from scipy.stats import wilcoxon
-
     rows = []
     scopes = [(enc, df[df.encoder == enc]) for enc in df.encoder.unique()]
     if df.encoder.nunique() > 1:
@@ -290,9 +178,7 @@ def pooling_tests(df: pd.DataFrame, baseline: str = "mean") -> pd.DataFrame:
                 continue
             pair = wide[[pool, baseline]].dropna()
             d = (pair[pool] - pair[baseline]).to_numpy()
-            p = float("nan")
-            if len(d) >= 2 and np.any(d != 0):
-                p = float(wilcoxon(d, zero_method="zsplit").pvalue)
+            p = wilcoxon_p(d, zero_method="zsplit", min_n=2)
             rows.append({"encoder": scope, "pool": pool, "baseline": baseline, "pairs": len(d),
                          "mean_diff": float(d.mean()) if len(d) else float("nan"),
                          "wins": int((d > 0).sum()), "ties": int((d == 0).sum()),
@@ -323,17 +209,30 @@ def comparison_figure(summary: pd.DataFrame):
 
 
 # ---------------------------------------------------------------------------- commands
-def run_compare(cfg, rd, progress_bar=None) -> str:
+def _record_resolved(cfg, rd) -> None:
+    """What the grid's "auto" values stand for, per encoder, in run.json."""
+    from kairo.attention._encoders import resnet_layout
+
+    for enc in cfg.encoders:
+        rd.resolve(enc, resolve_head(enc, cfg.head_norm, cfg.weight_init))
+    if "resnet" in cfg.encoders:
+        rd.resolve("resnet_layout", resnet_layout("auto", "cpu"))
+
+
+def run_compare(cfg: CompareConfig, rd, progress_bar=None) -> str:
     combos = [(e, p) for e in cfg.encoders for p in cfg.pools]
-    df = run_grid(_jobs(cfg, combos), cfg.workers, progress_bar)
+    datasets = canonical_datasets(cfg.datasets)
+    _record_resolved(cfg, rd)
+    df = run_grid(_jobs(cfg, combos, datasets), cfg.workers, progress_bar,
+                  executor=cfg.executor)
     summary, tests = summarize(df), pooling_tests(df)
-    rd.write_table("runs.csv", df)
-    rd.write_table("summary.csv", summary)
-    rd.write_table("tests.csv", tests)
-    rd.save_figure(comparison_figure(summary), "pooling.png")
-    lines = [f"{len(df)} runs: {len(cfg.datasets)} datasets × {len(cfg.encoders)} encoders × "
+    rd.add("runs.csv", df)
+    rd.add("summary.csv", summary)
+    rd.add("tests.csv", tests)
+    rd.add("pooling.png", comparison_figure(summary))
+    lines = [f"{len(df)} runs: {len(datasets)} datasets × {len(cfg.encoders)} encoders × "
              f"{len(cfg.pools)} pooling heads × {cfg.seeds} seeds"]
-    w = max([18] + [len(d) for d in cfg.datasets])
+    w = max([18] + [len(d) for d in datasets])
     for r in summary.itertuples():
         lines.append(f"  {r.dataset:{w}s} {r.encoder:11s} {r.pool:9s} {r.test_mean:.3f} ± "
                      f"{0 if np.isnan(r.test_sd) else r.test_sd:.3f}")
@@ -343,22 +242,6 @@ def run_compare(cfg, rd, progress_bar=None) -> str:
             lines.append(f"  {r.encoder:11s} {r.pool:9s} Δ {r.mean_diff:+.3f}  "
                          f"{r.wins}/{r.ties}/{r.losses} (win/tie/loss)  p {r.wilcoxon_p:.3g}")
     return "\n".join(lines)
-
-
-def welch_p(a, b) -> float:
-    """Two-sided Welch t-test p-value of samples ``a`` and ``b`` (each ≥ 2 values). Computed
-    from the means and sample variances, so one side with no spread (e.g. 93/100 on both
-    seeds) is an ordinary case, not SciPy's precision warning on identical data. With no
-    spread on either side no test is defined: 1 when the means are equal, else NaN (the
-    caller judges a constant gap by its size alone)."""
-    from scipy import stats
-
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    sa, sb = a.std(ddof=1), b.std(ddof=1)
-    if sa == 0 and sb == 0:
-        return 1.0 if a.mean() == b.mean() else float("nan")
-    return float(stats.ttest_ind_from_stats(a.mean(), sa, len(a), b.mean(), sb, len(b),
-                                            equal_var=False).pvalue)
 
 
 def resnet_test(accuracies, dataset: str) -> float:
@@ -406,32 +289,31 @@ def cv_summary(cv: pd.DataFrame, candidates=None, datasets=None) -> pd.DataFrame
     return out
 
 
-def _read_reuse(cfg) -> pd.DataFrame:
+def _read_reuse(cfg, datasets) -> pd.DataFrame:
     try:
         df = pd.read_csv(cfg.reuse)
     except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise DataError(f"--reuse {cfg.reuse}: cannot read the runs table ({exc})") from None
     if cfg.select == "cv":
-        need = {"dataset", "encoder", "pool", "seed", "fold", "cv_hits", "cv_n"}
+        need = {"dataset", "encoder", "pool", "time_warp", "seed", "fold", "cv_hits", "cv_n"}
         what = "a cv_runs.csv from kairo tsc benchmark --select cv"
     else:
-        need = {"dataset", "encoder", "pool", "seed", "test_accuracy", "val_accuracy"}
+        need = {"dataset", "encoder", "pool", "time_warp", "seed", "test_accuracy",
+                "val_accuracy"}
         what = "a runs.csv from kairo tsc compare-pooling/benchmark"
     if not need <= set(df.columns):
         raise DataError(f"--reuse {cfg.reuse}: expected {what} with columns {sorted(need)}; "
                         f"it has {sorted(df.columns)}")
     _check_reused_settings(cfg)
-    if "time_warp" not in df:             # tables written before the column existed
-        df["time_warp"] = float(cfg.time_warp)
     for col in ("test_macro_f1", "seconds", "n_params"):     # summaries only: may be absent
         if cfg.select != "cv" and col not in df:
             df[col] = np.nan
     # only the configured candidates compete (encoders × pools × time warps)
     cands = _candidates(cfg)
-    df = df[df.dataset.isin(cfg.datasets) &
+    df = df[df.dataset.isin(datasets) &
             pd.MultiIndex.from_frame(df[["encoder", "pool", "time_warp"]]).isin(
                 pd.MultiIndex.from_tuples(cands))]
-    missing = sorted(set(cfg.datasets) - set(df.dataset))
+    missing = sorted(set(datasets) - set(df.dataset))
     if missing:
         raise DataError(f"--reuse {cfg.reuse} has no runs of the configured candidates "
                         f"({', '.join(_describe_candidate(*c) for c in cands)}) "
@@ -454,9 +336,8 @@ def _check_reused_settings(cfg) -> None:
 
     path = Path(cfg.reuse).with_name("config.yaml")
     if not path.is_file():
-        print(f"kairo: warning: --reuse {cfg.reuse}: no config.yaml next to it, so its runs' "
-              f"model and training settings cannot be checked against this run's",
-              file=sys.stderr)
+        warnings.warn(f"--reuse {cfg.reuse}: no config.yaml next to it, so its runs' model and "
+                      f"training settings cannot be checked against this run's", stacklevel=2)
         return
     saved = load_config_file(path)
     # --select cv reuses folds trained, like its refit, without a hold-out: the hold-out's
@@ -468,22 +349,22 @@ def _check_reused_settings(cfg) -> None:
     fields.append("mnist1d_length")
     diff = []
     saved_encoders = saved.get("encoders", ENCODERS)
-    resnet = "resnet" in saved_encoders
     both = [e for e in cfg.encoders if e in saved_encoders] or list(saved_encoders)
     for name in fields:
-        if name == "shortcut" and not resnet:
-            continue                      # a Transformer-only grid has no ResNet shortcut
         now = getattr(cfg, name)
-        # a field an older kairo did not write: the value its runs had before it existed
-        was = saved[name] if name in saved else (
-            _GRID_DEFAULTS[name] if name in _GRID_DEFAULTS else value_before_field(name, "resnet"))
+        was = saved.get(name, "(not recorded)")
         was = tuple(was) if isinstance(was, list) else was
-        if name == "znorm":
-            was = znorm_mode(was)                 # the old true/false switch as a mode
         if name in ("head_norm", "weight_init"):
             # "auto" is each encoder's default: compare what the runs of each encoder had
-            pairs = [(e, encoder_default(name, was, e), encoder_default(name, now, e))
-                     for e in both]
+            # a value that is none of the field's choices ("(not recorded)") is compared as
+            # it is: resolve_head would read it as false
+            def value(v, e):
+                if name == "head_norm":
+                    v = str(v).lower()
+                    return resolve_head(e, v, "auto")["head_norm"] if v in HEAD_NORMS else v
+                return resolve_head(e, "auto", v)["weight_init"] if v in WEIGHT_INITS else v
+
+            pairs = [(e, value(was, e), value(now, e)) for e in both]
             if any(a != b for _, a, b in pairs):
                 detail = "" if "auto" not in (was, now) else " (" + ", ".join(
                     f"{e}: {a!r} there, {b!r} here" for e, a, b in pairs if a != b) + ")"
@@ -502,44 +383,48 @@ def _describe_candidate(enc: str, pool: str, warp: float) -> str:
     return f"{enc} + {pool}" + (f", time warp {warp:g}" if warp else "")
 
 
-def run_benchmark(cfg, rd, progress_bar=None) -> str:
+def run_benchmark(cfg: BenchmarkConfig, rd, progress_bar=None) -> str:
     from kairo.attention._published import published_table
 
     cands = _candidates(cfg)
+    datasets = canonical_datasets(cfg.datasets)
+    _record_resolved(cfg, rd)
     if cfg.reuse:
-        df = _read_reuse(cfg)
+        df = _read_reuse(cfg, datasets)
     elif len(cands) == 1 and cfg.refit:
         # nothing to choose: only the refit runs are trained
         enc, pool, warp = cands[0]
         df = pd.DataFrame([{"dataset": ds, "encoder": enc, "pool": pool, "time_warp": warp,
                             "seed": 0, "test_accuracy": np.nan, "val_accuracy": np.nan,
                             "test_macro_f1": np.nan, "seconds": np.nan, "n_params": 0}
-                           for ds in cfg.datasets])
+                           for ds in datasets])
     elif cfg.select == "cv":
-        for ds in cfg.datasets:                   # fail fast, in this process
+        for ds in datasets:                       # fail fast, in this process
             try:
                 cv_folds(_data(ds, cfg.mnist1d_length)[0].y, cfg.folds, 0)
             except DataError as exc:
                 raise DataError(f"dataset {ds}: {exc}") from None
         # each fold is trained like the refit (no hold-out, the full epochs), so the CV
         # accuracy estimates the protocol whose test accuracy is reported
-        df = run_grid(_jobs(cfg, cands, folds=cfg.folds, seeds=cfg.cv_repeats,
-                            val_fraction=0.0), cfg.workers, progress_bar)
+        df = run_grid(_jobs(cfg, cands, datasets, folds=cfg.folds, seeds=cfg.cv_repeats,
+                            val_fraction=0.0), cfg.workers, progress_bar,
+                      executor=cfg.executor)
     else:
-        df = run_grid(_jobs(cfg, cands), cfg.workers, progress_bar)
+        df = run_grid(_jobs(cfg, cands, datasets), cfg.workers, progress_bar,
+                      executor=cfg.executor)
     cv = "cv_hits" in df
     keys = ["encoder", "pool", "time_warp"]
     if cv:
         # candidates in the configured order, so a tie goes to the one listed first
-        summary = cv_summary(df, cands, cfg.datasets)
+        summary = cv_summary(df, cands, datasets)
         score = summary.cv_accuracy
-        rd.write_table("cv_runs.csv", df)
-        rd.write_table("selection.csv", summary)
+        rd.add("cv_runs.csv", df)
+        rd.add("selection.csv", summary)
     else:
         summary = summarize(df)
         score = summary.val_mean.fillna(-np.inf)   # NaN: no validation hold-out (one combo)
         if df.test_accuracy.notna().any():
-            rd.write_table("runs.csv", df)
+            rd.add("runs.csv", df)
     # the configuration is chosen on the training split only (validation accuracy or CV
     # accuracy; the first candidate wins a tie); test accuracy is reported, never used
     best = summary.loc[score.groupby(summary.dataset, sort=False).idxmax()]
@@ -555,8 +440,8 @@ def run_benchmark(cfg, rd, progress_bar=None) -> str:
         # a noisy early-stopping signal on small sets and cost the model a fifth of its data
         chosen = {ds: [(r.encoder, r["pool"], r.time_warp)] for ds, r in table.iterrows()}
         refit = run_grid(_jobs(cfg, chosen, list(chosen), val_fraction=0.0), cfg.workers,
-                         progress_bar)
-        rd.write_table("refit_runs.csv", refit)
+                         progress_bar, executor=cfg.executor)
+        rd.add("refit_runs.csv", refit)
         g = refit.groupby("dataset", sort=False).test_accuracy
         if not cv:
             table["selection_test"] = table["kairo"]
@@ -570,7 +455,7 @@ def run_benchmark(cfg, rd, progress_bar=None) -> str:
     table = table.join(published_table(list(table.index)))
     table["vs ResNet"] = table["kairo"] - table["ResNet (Fawaz 2019)"]
     table["p vs ResNet"] = [resnet_test(per_seed[ds], ds) for ds in table.index]
-    rd.write_table("benchmark.csv", table.reset_index())
+    rd.add("benchmark.csv", table.reset_index())
     # a reused table's fold count, not --folds
     how = (f" (chosen by {int(df.fold.max()) + 1}-fold CV × {int(summary.repeats.max())})"
            if cv else

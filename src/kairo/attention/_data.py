@@ -192,7 +192,7 @@ def _stack(series: list, where: str, pad: bool) -> tuple[np.ndarray, np.ndarray 
         short = np.flatnonzero(lengths < t)
         raise DataError(f"{where}: series have different lengths ({lengths.min()} to {t} "
                         f"steps; shorter than {t}: series {_some(short)}, counted from 0); "
-                        f"pass pad=True (--pad true on the command line) to pad them at the "
+                        f"pass pad=True (--pad on the command line) to pad them at the "
                         f"end to {t} steps with a mask, or make them equal length yourself")
     x = np.zeros((len(series), chans.pop(), t), dtype=np.float32)
     for i, s in enumerate(series):

@@ -3,19 +3,19 @@ their mask [B, T'] (or None).
 
 - :class:`ResNet1D`: the residual CNN of Wang et al. 2017 as benchmarked by Fawaz et al. 2019
   (blocks of conv 8 → 5 → 3 with batch norm, widths 64, 128, 128 for d = 64), computed in the
-  memory layout that trains faster on the machine at hand (see :func:`resnet_layout`).
+  memory layout that trains faster on the machine at hand (see :func:`resnet_layout`; a run
+  records the one it used).
 - :class:`TransformerEncoder`: per-step or patch tokens, a positional encoding, Transformer
   blocks built on :class:`~kairo.attention._attention.MultiHeadAttention`.
 
 Padding never leaks into valid outputs: masked steps are zeroed before every convolution, which
 is exactly the zero 'same' padding a shorter series gets at its end, and attention ignores
-masked keys; in training, batch-norm statistics count valid steps only (since 2026-12-01), so
+masked keys; in training, batch-norm statistics count valid steps only, so
 a series' output does not depend on how much padding its batch carries.
 """
 
 from __future__ import annotations
 
-import os
 from functools import lru_cache
 
 import torch
@@ -23,16 +23,15 @@ import torch.nn.functional as F
 from torch import nn
 
 from kairo._errors import ConfigError, DataError
-from kairo.attention._configs import ENCODERS, SHORTCUTS, TOKENS  # noqa: F401  (re-exported)
+from kairo.attention._config import ENCODERS, TOKENS  # noqa: F401  (re-exported)
 from kairo.attention._attention import NORMS, TransformerBlock
 from kairo.attention._encodings import DEFAULT_MAX_LEN, POSITIONALS, make_positional
 
-__all__ = ["ResNet1D", "TransformerEncoder", "ENCODERS", "TOKENS", "SHORTCUTS", "LAYOUTS",
+__all__ = ["ResNet1D", "TransformerEncoder", "ENCODERS", "TOKENS", "LAYOUTS",
            "check_series", "resnet_layout"]
 
 #: memory layouts the ResNet computes in; "auto" picks one per machine (see resnet_layout)
 LAYOUTS = ("auto", "channels_last", "bct")
-LAYOUT_ENV = "KAIRO_RESNET_LAYOUT"
 
 
 @lru_cache(maxsize=1)
@@ -44,26 +43,16 @@ def resnet_layout(layout: str = "auto", device: torch.device | str = "cpu") -> s
     """The layout a ResNet1D with ``layout`` computes in on ``device``: "channels_last"
     ([B, C, 1, T], channels innermost) or "bct" (PyTorch's plain [B, C, T]).
 
-    "auto" reads the environment variable KAIRO_RESNET_LAYOUT if set, else picks by CPU:
-    channels-last where PyTorch runs AVX-512 kernels, [B, C, T] elsewhere. Measured with
-    benchmarks/resnet_layout.py (training step, [64, 1, 700]): channels-last was 15–20 % faster
-    on an AVX-512 EPYC (2026-11-30) and 16 % slower on an AVX2-only EPYC (2026-12-02), where
-    [B, C, T] trains as fast as tsai's ResNet at equal kernels (docs/benchmarks.md). Off the
-    CPU "auto" keeps channels-last (not measured). The
-    two layouts compute the same function up to float rounding; the choice is deterministic
-    per machine, so seeded runs repeat on it.
+    "auto" picks by CPU: channels-last where PyTorch runs AVX-512 kernels, where it trains
+    faster, [B, C, T] elsewhere, where channels-last is slower
+    (benchmarks/studies/resnet_layout.py, docs/benchmarks.md). Off the CPU "auto" keeps channels-last. The two layouts compute the
+    same function up to float rounding; the choice is deterministic per machine, so seeded
+    runs repeat on it, and a training run records it in run.json.
     """
     if layout not in LAYOUTS:
         raise ConfigError(f"layout must be one of {', '.join(LAYOUTS)}; got {layout!r}")
     if layout != "auto":
         return layout
-    env = os.environ.get(LAYOUT_ENV, "").strip()
-    if env:
-        if env not in LAYOUTS:
-            raise ConfigError(f"environment variable {LAYOUT_ENV} must be one of "
-                              f"{', '.join(LAYOUTS)}; got {env!r}")
-        if env != "auto":
-            return env
     if torch.device(device).type != "cpu":
         return "channels_last"
     return "channels_last" if _cpu_capability().startswith("AVX512") else "bct"
@@ -154,15 +143,14 @@ def _conv(conv: nn.Conv1d, x: torch.Tensor, weight=None, bias=None) -> torch.Ten
 class _ResBlock(nn.Module):
     """conv→BN→ReLU, conv→BN→ReLU, conv→BN, + shortcut, ReLU ('same' padding, zeroed mask).
 
-    The shortcut is a 1×1 conv + BN when the width or length changes; otherwise BN ("bn", as in
-    Fawaz et al.'s code and tsai) or the input itself ("identity", kairo before 2026-11-30).
+    The shortcut is a 1×1 conv + BN when the width or length changes; otherwise BN (as in
+    Fawaz et al.'s code and tsai).
 
     forward takes either layout of :func:`resnet_layout`: [B, C, T], or [B, C, 1, T] in
     channels-last memory (time-major, channels innermost); the modules stay Conv1d and
     BatchNorm1d, so state dicts do not depend on the layout."""
 
-    def __init__(self, c_in: int, c_out: int, kernel_sizes, stride: int, fk: dict,
-                 shortcut: str = "bn"):
+    def __init__(self, c_in: int, c_out: int, kernel_sizes, stride: int, fk: dict):
         super().__init__()
         self.kernel_sizes, self.stride = tuple(kernel_sizes), stride
         chans = [c_in] + [c_out] * len(self.kernel_sizes)
@@ -179,7 +167,7 @@ class _ResBlock(nn.Module):
                 nn.Conv1d(c_in, c_out, 1, stride=stride, bias=False, **fk),
                 _BatchNormCL(c_out, **fk))
         else:
-            self.shortcut = _BatchNormCL(c_out, **fk) if shortcut == "bn" else nn.Identity()
+            self.shortcut = _BatchNormCL(c_out, **fk)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None):
         """x [B, C_in, (1,) T], mask [B, T] → [B, C_out, (1,) T'] in x's layout, mask [B, T']."""
@@ -206,17 +194,15 @@ class _ResBlock(nn.Module):
             sc_conv, sc_bn = self.shortcut
             short = (_conv_bn_eval(sc_conv, sc_bn, x) if fuse
                      else sc_bn(_conv(sc_conv, x), m_out))
-        elif isinstance(self.shortcut, _BatchNormCL):
-            short = self.shortcut(x, m_in)
         else:
-            short = self.shortcut(x)
+            short = self.shortcut(x, m_in)
         return F.relu_(y.add_(short)), mask
 
 
 def _conv_bn_eval(conv: nn.Conv1d, bn: nn.BatchNorm1d, x: torch.Tensor) -> torch.Tensor:
     """bn(conv(x)) on x [B, C, T] or channels-last [B, C, 1, T] with eval-mode batch norm
     folded into the conv's weights and bias (equal up to float rounding; the folded weights are
-    recomputed per call, a few µs, so nothing goes stale after training or loading)."""
+    recomputed per call, so nothing goes stale after training or loading)."""
     # by hand: torch.nn.utils.fusion returns detached Parameters; this stays differentiable
     scale = bn.weight * torch.rsqrt(bn.running_var + bn.eps)
     bias = bn.bias - bn.running_mean * scale
@@ -229,8 +215,7 @@ class ResNet1D(nn.Module):
     """Residual 1-D CNN: ``blocks`` residual blocks of widths d, 2d, 2d, … (64, 128, 128 for
     d = 64, as in Fawaz et al. 2019). ``stride`` > 1 shortens the series by that factor in every
     block. ``forward(x [B,C,T], mask [B,T] | None) → (tokens [B,T',d_out], mask [B,T'] | None)``
-    with masked tokens set to 0; ``steps_per_token`` = stride ** blocks. ``shortcut`` ("bn" or
-    "identity") is the shortcut of a block that keeps width and length (see :class:`_ResBlock`).
+    with masked tokens set to 0; ``steps_per_token`` = stride ** blocks.
     ``layout`` ("auto", "channels_last" or "bct"; an attribute that may be changed later) is the
     memory layout the blocks compute in, resolved per call by :func:`resnet_layout`; it changes
     speed, not the function or the state dict.
@@ -238,7 +223,7 @@ class ResNet1D(nn.Module):
 
     def __init__(self, in_channels: int, d: int = 64, blocks: int = 3,
                  kernel_sizes: tuple[int, ...] = (8, 5, 3), stride: int = 1,
-                 shortcut: str = "bn", *, layout: str = "auto", device=None, dtype=None):
+                 *, layout: str = "auto", device=None, dtype=None):
         super().__init__()
         resnet_layout(layout)                                   # validates
         self.layout = layout
@@ -249,14 +234,12 @@ class ResNet1D(nn.Module):
         if not kernel_sizes or any(int(k) < 1 for k in kernel_sizes):
             raise ConfigError(f"kernel_sizes must be a non-empty list of sizes ≥ 1, got "
                               f"{kernel_sizes}")
-        if shortcut not in SHORTCUTS:
-            raise ConfigError(f"shortcut must be one of {', '.join(SHORTCUTS)}; got {shortcut!r}")
         fk = {"device": device, "dtype": dtype}
         widths = [d] + [2 * d] * (blocks - 1)
         self.in_channels, self.d_out = in_channels, widths[-1]
         self.steps_per_token = stride ** blocks
         self.blocks = nn.ModuleList(
-            _ResBlock(a, b, kernel_sizes, stride, fk, shortcut)
+            _ResBlock(a, b, kernel_sizes, stride, fk)
             for a, b in zip([in_channels] + widths[:-1], widths))
         self.last_weights = None          # no attention; kept for a uniform encoder interface
 

@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from kairo._errors import ConfigError
-from kairo.attention._configs import POSITIONALS  # noqa: F401  (re-exported)
+from kairo.attention._config import POSITIONALS  # noqa: F401  (re-exported)
 
 __all__ = ["sinusoidal_table", "offset_rotation", "SinusoidalEncoding", "LearnedEncoding",
            "RotaryEmbedding", "make_positional", "encoding_figure", "POSITIONALS"]

@@ -2,8 +2,7 @@
 config.
 
 x [B, C, T] (mask [B, T] bool, True = valid step) → encoder tokens [B, T', D] → pool [B, D] →
-LayerNorm (unless ``head_norm`` is off) (→ ‖ valid length / max_len, with ``length_feature``)
-→ logits [B, n_classes].
+LayerNorm (unless ``head_norm`` is off) → logits [B, n_classes].
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ import torch
 from torch import nn
 
 from kairo._errors import ConfigError
-from kairo.attention._configs import ModelConfig
+from kairo.attention._config import ModelConfig
 from kairo.attention._encoders import (ResNet1D, TransformerEncoder,
                                       check_series)
 from kairo.attention._pooling import make_pool
@@ -40,23 +39,24 @@ class TSClassifier(nn.Module):
         self.cfg, self.n_channels, self.n_classes, self.max_len = cfg, n_channels, n_classes, \
             max_len
         if cfg.encoder == "resnet":
-            self.encoder = ResNet1D(n_channels, d=cfg.d_model, blocks=cfg.layers,
-                                    kernel_sizes=cfg.kernel_sizes, shortcut=cfg.shortcut)
+            self.encoder = ResNet1D(n_channels, d=cfg.d_model, blocks=cfg.blocks,
+                                    kernel_sizes=cfg.kernel_sizes)
         else:
             self.encoder = TransformerEncoder(
                 n_channels, d=cfg.d_model, n_heads=cfg.n_heads, n_kv_heads=cfg.n_kv_heads or None,
-                layers=cfg.layers, dropout=cfg.dropout, norm=cfg.norm, tokens=cfg.tokens,
+                layers=cfg.blocks, dropout=cfg.dropout, norm=cfg.norm_position, tokens=cfg.tokens,
                 patch=cfg.patch, positional=cfg.positional, max_len=max_len)
         d = self.encoder.d_out
         # on a Transformer the encoder's own attention mixes the CLS token
         self.prefix = cfg.pool == "cls" and cfg.encoder == "transformer"
         self.pool = make_pool(cfg.pool, d, cfg.pool_heads, cfg.pool_queries,
                               cls_mix=not self.prefix)
-        # same keys with or without either option: head.0 = LayerNorm (or nothing), head.1 =
-        # Linear
-        self.head = nn.Sequential(nn.LayerNorm(d) if cfg.head_norm else nn.Identity(),
-                                  nn.Linear(d + cfg.length_feature, n_classes))
-        if cfg.weight_init == "glorot":
+        # "auto" resolved for this encoder; the config keeps "auto"
+        self.resolved = cfg.resolved()
+        # same keys with or without the norm: head.0 = LayerNorm (or nothing), head.1 = Linear
+        self.head = nn.Sequential(nn.LayerNorm(d) if self.resolved["head_norm"] else nn.Identity(),
+                                  nn.Linear(d, n_classes))
+        if self.resolved["weight_init"] == "glorot":
             self.apply(_glorot)
 
     @property
@@ -73,17 +73,7 @@ class TSClassifier(nn.Module):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         tokens, tmask = self._encode(x, mask, need_weights=False)                   # [B,T',D]
-        return self._classify(self.pool(tokens, tmask), x, mask)
-
-    def _classify(self, pooled, x, mask) -> torch.Tensor:
-        """The head on the pooled vectors [B,D] → logits [B,K]."""
-        if not self.cfg.length_feature:
-            return self.head(pooled)                                               # [B,K]
-        # from the step mask, not the token mask: patch tokens round the length up
-        steps = (x.new_full((x.shape[0],), x.shape[2]) if mask is None
-                 else mask.sum(1).to(x.dtype))
-        z = torch.cat([self.head[0](pooled), (steps / self.max_len)[:, None]], 1)  # [B,D+1]
-        return self.head[1](z)                                                     # [B,K]
+        return self.head(self.pool(tokens, tmask))                                 # [B,K]
 
     @torch.no_grad()
     def attention_maps(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> dict:
@@ -101,7 +91,7 @@ class TSClassifier(nn.Module):
         - ``"logits"``: [B, n_classes], the forward pass's (through the reference attention).
         """
         tokens, tmask = self._encode(x, mask, need_weights=True)
-        logits = self._classify(self.pool(tokens, tmask), x, mask)
+        logits = self.head(self.pool(tokens, tmask))
         self_maps = getattr(self.encoder, "last_weights", None)
         pool = self.pool.last_weights
         n_prefix = 1 if self.prefix else 0

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from kairo._errors import ConfigError
-from kairo.attention._configs import POOLS  # noqa: F401  (re-exported)
+from kairo.attention._config import POOLS  # noqa: F401  (re-exported)
 from kairo.attention._attention import TransformerBlock, attention_reference
 
 __all__ = ["MeanPool", "MaxPool", "ClsPool", "AttentionPool", "MultiHeadAttentionPool",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import math
 import time
 from pathlib import Path
@@ -19,17 +20,18 @@ import numpy as np
 import torch
 from torch import nn
 
-from kairo._errors import ConfigError, DataError, DataNotFoundError, KairoError
-from kairo._runs import atomic_write
+from kairo._checkpoint import check_compatible, load_checkpoint, save_checkpoint
+from kairo._errors import ConfigError, DataError, KairoError
 from kairo.attention._attention import MultiHeadAttention
 from kairo.attention._augment import augment, check_mask, is_active
-from kairo.attention._configs import (ADDED_MODEL_FIELDS, SCHEDULES, TrainConfig,
-                                      value_before_field, znorm_mode)
+from kairo.attention._config import SCHEDULES, TrainConfig
 from kairo.attention._data import (TSData, _check_finite, _check_float32_range, channel_stats,
                                    standardize, stratified_split, znormalize)
 
 __all__ = ["TrainConfig", "fit", "save_classifier", "load_classifier", "predict", "evaluate",
-           "recompute_bn_stats", "SCHEDULES"]
+           "recompute_bn_stats", "resolve_znorm", "scale_input", "check_max_len", "SCHEDULES"]
+
+log = logging.getLogger(__name__)
 
 _CKPT_FORMAT = "kairo.attention.checkpoint"
 _MODEL_FORMAT = "kairo.attention.classifier"
@@ -108,31 +110,6 @@ def _diff(saved: dict, now: dict) -> dict:
     return {k: (saved.get(k), now.get(k)) for k in keys if saved.get(k) != now.get(k)}
 
 
-def _atomic_save(obj, path: Path) -> None:
-    """Write a temp file in the same folder, then rename it over ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, lambda tmp: torch.save(obj, tmp))
-
-
-def _read(path: Path, fmt: str, what: str) -> dict:
-    """torch.load(weights_only=True) with errors that name the file."""
-    if not path.is_file():
-        raise DataNotFoundError(f"{what} {path} does not exist")
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - torch raises many types for a bad file
-        # torch's own message suggests weights_only=False, i.e. running the file's code: kept out
-        msg = str(exc)
-        detail = ("it holds Python objects other than tensors and plain values, which kairo "
-                  "does not unpickle" if "Weights only load failed" in msg
-                  else f"{type(exc).__name__}: {msg.split('. ')[0][:200]}")
-        raise DataError(f"{what} {path}: cannot be read safely — corrupt, truncated or not a "
-                        f"kairo file ({detail})") from None
-    if not isinstance(state, dict) or state.get("format") != fmt:
-        raise DataError(f"{what} {path}: not a {fmt} file")
-    return state
-
-
 def _cpu_state(model: nn.Module) -> dict:
     return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
 
@@ -176,7 +153,7 @@ def _validate(model, x, y, mask, batch: int = 256) -> tuple[float, float]:
     return loss / len(y), hits / len(y)
 
 
-def fit(model_cfg, train_cfg: TrainConfig, data: TSData, *, checkpoint=None, log=print,
+def fit(model_cfg, train_cfg: TrainConfig, data: TSData, *, checkpoint=None,
         progress_bar: bool | None = None) -> dict:
     """Train a classifier on ``data`` (the training split; validation is held out from it).
 
@@ -188,11 +165,11 @@ def fit(model_cfg, train_cfg: TrainConfig, data: TSData, *, checkpoint=None, log
     checkpoint : path, optional
         Saved every ``checkpoint_every`` epochs and at the end (atomically). If the file
         already holds an earlier state of the same run (same configs and data), training
-        resumes from it; a finished run is returned as it was.
-    log : callable
-        Receives one-line messages (resume, early stop, summary).
+        resumes from it; a finished run is returned as it was. Resume, early stop and the
+        summary are logged (``logging``, this module's logger).
     progress_bar : bool, optional
-        None shows a bar on a terminal (see `kairo._progress.progress`).
+        None shows a bar on a terminal and a log line every few seconds otherwise (see
+        `kairo._progress.progress`); False shows nothing.
 
     Returns
     -------
@@ -200,8 +177,9 @@ def fit(model_cfg, train_cfg: TrainConfig, data: TSData, *, checkpoint=None, log
     loss when ``val_fraction`` is 0; eval mode, ``model.fit_meta`` set),
     ``history`` (per epoch: epoch, train_loss, val_loss, val_acc, lr — val_* None without a
     validation set), ``best_epoch``, ``stopped_early``, ``resumed_from`` (epoch or None),
-    ``seconds``, ``samples_per_s`` (training series per second), ``meta`` and ``fit_index``
-    (the indices of ``data`` trained on: all but the validation hold-out).
+    ``seconds``, ``samples_per_s`` (training series per second), ``meta`` (with the resolved
+    ``znorm``, ``head_norm``, ``weight_init`` and ResNet ``layout``) and ``fit_index`` (the
+    indices of ``data`` trained on: all but the validation hold-out).
     """
     if not isinstance(train_cfg, TrainConfig):
         raise ConfigError(f"train_cfg must be a TrainConfig, got {type(train_cfg).__name__}")
@@ -222,12 +200,12 @@ def fit(model_cfg, train_cfg: TrainConfig, data: TSData, *, checkpoint=None, log
             if device.type == "cuda" else []
         with torch.random.fork_rng(devices=gpus):
             return _fit(model_cfg, train_cfg, data, device,
-                        Path(checkpoint) if checkpoint else None, log, progress_bar)
+                        Path(checkpoint) if checkpoint else None, progress_bar)
     finally:
         torch.set_num_threads(old_threads)
 
 
-def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, log, progress_bar) -> dict:
+def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, progress_bar) -> dict:
     from kairo._progress import progress
 
     if cfg.val_fraction > 0:
@@ -252,10 +230,10 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, log, progress_
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     sched = _scheduler(opt, cfg, cfg.epochs * len(_batches(len(tr), cfg.batch)))
     loss_fn = nn.CrossEntropyLoss(label_smoothing=cfg.label_smoothing)
-    # the resolved scaling, so that "auto" and what it chose are the same run
+    # the resolved scaling and head, so that "auto" and what it chose are the same run
     run = {"train_config": {**dataclasses.asdict(cfg), "znorm": scaling["znorm"]},
            "model_config": dataclasses.asdict(model_cfg),
-           "arch": model.arch, "data": _fingerprint(data)}
+           "arch": {**model.arch, **model.resolved}, "data": _fingerprint(data)}
     st = {"epoch": 0, "history": [], "best_loss": math.inf, "best_epoch": 0, "best_state": None,
           "bad": 0, "finished": False, "stopped_early": False,
           # training time and series over every process that worked on this run, so a
@@ -263,19 +241,19 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, log, progress_
           "train_seconds": 0.0, "n_trained": 0}
     resumed = None
     if ckpt is not None and ckpt.is_file():
-        saved = _read(ckpt, _CKPT_FORMAT, "checkpoint")
+        saved = load_checkpoint(ckpt, kind=_CKPT_FORMAT)
         _check_resume(ckpt, saved["run"], run)
         model.load_state_dict(saved["model"])
         opt.load_state_dict(saved["optimizer"])
         sched.load_state_dict(saved["scheduler"])
-        st = {k: saved.get(k, st[k]) for k in st}      # checkpoints before the timing fields
+        st = {k: saved[k] for k in st}
         resumed = st["epoch"]
-        log(f"resumed from {ckpt} at epoch {resumed}")
+        log.info("resumed from %s at epoch %d", ckpt, resumed)
 
     def save():
-        _atomic_save({"format": _CKPT_FORMAT, "version": 1, "run": run,
-                      "model": _cpu_state(model), "optimizer": opt.state_dict(),
-                      "scheduler": sched.state_dict(), **st}, ckpt)
+        save_checkpoint(ckpt, {"version": 1, "run": run, "model": _cpu_state(model),
+                               "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
+                               **st}, kind=_CKPT_FORMAT)
 
     t0 = time.perf_counter()
     seconds_before = st["train_seconds"]
@@ -307,9 +285,9 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, log, progress_
             st["bad"] += 1
         if cfg.patience and len(va) and st["bad"] >= cfg.patience:
             st["stopped_early"] = True
-            log(f"early stop at epoch {epoch + 1}: no lower validation loss for "
-                f"{cfg.patience} epochs (best {st['best_loss']:.4f} at epoch "
-                f"{st['best_epoch']})")
+            log.info("early stop at epoch %d: no lower validation loss for %d epochs (best "
+                     "%.4f at epoch %d)", epoch + 1, cfg.patience, st["best_loss"],
+                     st["best_epoch"])
         st["finished"] = st["stopped_early"] or epoch + 1 == cfg.epochs
         if hasattr(bar, "set_postfix"):
             bar.set_postfix(loss=f"{train_loss:.3f}", val_loss=f"{val_loss or 0:.3f}",
@@ -328,14 +306,15 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, log, progress_
     model.eval()
     meta = {"dataset": data.name, "classes": list(data.classes),
             "n_channels": data.n_channels, "max_len": data.n_steps, **scaling,
+            **model.resolved, **_layout(model, device),
             "best_epoch": st["best_epoch"], "epochs_run": st["epoch"],
             "train_config": run["train_config"], "model_config": run["model_config"]}
     model.fit_meta = meta
     best = st["history"][st["best_epoch"] - 1] if st["best_epoch"] else {}
-    log(f"trained {st['epoch']} epoch{'s' * (st['epoch'] != 1)} in {secs:.1f} s; best epoch "
-        f"{st['best_epoch']}"
-        + (f" (val loss {best['val_loss']:.4f}, val acc {best['val_acc']:.3f})"
-           if best.get("val_loss") is not None else ""))
+    log.info("trained %d epoch%s in %.1f s; best epoch %d%s", st["epoch"],
+             "s" * (st["epoch"] != 1), secs, st["best_epoch"],
+             f" (val loss {best['val_loss']:.4f}, val acc {best['val_acc']:.3f})"
+             if best.get("val_loss") is not None else "")
     return {"model": model, "history": st["history"], "best_epoch": st["best_epoch"],
             "stopped_early": st["stopped_early"], "resumed_from": resumed, "seconds": secs,
             "samples_per_s": n_trained / secs if secs > 0 and n_trained else None,
@@ -386,33 +365,27 @@ def recompute_bn_stats(model: nn.Module, x: torch.Tensor, mask: torch.Tensor | N
     return len(bns)
 
 
-def _fill_added_fields(fields: dict, encoder: str | None = None) -> dict:
-    """``fields`` (a saved arch or model config) with the model fields added since the file
-    was written set to what the model was then."""
-    encoder = fields.get("encoder", encoder)
-    for name in ADDED_MODEL_FIELDS:
-        fields.setdefault(name, value_before_field(name, encoder))
-    return fields
+def _layout(model: nn.Module, device) -> dict:
+    """The memory layout a ResNet encoder computes in on ``device`` (none for others)."""
+    from kairo.attention._encoders import ResNet1D, resnet_layout
+
+    enc = getattr(model, "encoder", None)
+    return ({"layout": resnet_layout(enc.layout, device)} if isinstance(enc, ResNet1D) else {})
 
 
 def _check_resume(path: Path, saved: dict, now: dict) -> None:
-    problems = []
-    # a field missing from an older checkpoint did not exist then: the run had its value
-    # before the field existed (e.g. no augmentation)
-    old = {**{k: value_before_field(k, None) for k in now["train_config"]},
-           **saved["train_config"]}
-    old["znorm"] = znorm_mode(old["znorm"])
-    tc = {k: v for k, v in _diff(old, now["train_config"]).items()
-          if k not in _RESUME_FREE}
-    arch = _fill_added_fields(dict(saved["arch"]))
-    for what, diff in (("training options", tc), ("architecture", _diff(arch, now["arch"])),
-                       ("data", _diff(saved["data"], now["data"]))):
-        if diff:
-            problems.append(f"{what} {diff}")
-    if problems:
-        raise DataError(f"checkpoint {path} belongs to another run (checkpoint vs now: "
-                        f"{'; '.join(problems)}); delete it to start afresh, or use another "
-                        f"checkpoint path (with kairo tsc train: another --out)")
+    """The checkpoint's run must be this one: same training options (those that change the
+    trajectory), architecture and data."""
+    def free(tc):
+        return {k: v for k, v in tc.items() if k not in _RESUME_FREE}
+
+    hint = ("delete it to start afresh, or use another checkpoint path (with kairo tsc train: "
+            "another --out)")
+    for what, a, b in (("training options", free(saved["train_config"]),
+                        free(now["train_config"])),
+                       ("architecture", saved["arch"], now["arch"]),
+                       ("data", saved["data"], now["data"])):
+        check_compatible(a, b, path, what=f"checkpoint ({what})", hint=hint)
 
 
 # ---------------------------------------------------------------------------- saved models
@@ -432,8 +405,8 @@ def save_classifier(path, model: nn.Module, model_cfg, meta: dict | None = None)
     wrong = {k: (v, arch[k]) for k, v in cfg.items() if k in arch and arch[k] != v}
     if wrong:
         raise KairoError(f"model_cfg does not describe this model (config vs model: {wrong})")
-    _atomic_save({"format": _MODEL_FORMAT, "version": 1, "arch": arch, "config": cfg,
-                  "meta": meta, "model": _cpu_state(model)}, path)
+    save_checkpoint(path, {"version": 1, "arch": arch, "config": cfg, "meta": meta,
+                           "model": _cpu_state(model)}, kind=_MODEL_FORMAT)
 
 
 def load_classifier(path, expect_arch: dict | None = None) -> tuple[nn.Module, dict]:
@@ -441,15 +414,13 @@ def load_classifier(path, expect_arch: dict | None = None) -> tuple[nn.Module, d
     ``weights_only=True``. ``expect_arch`` (e.g. another model's ``arch``) must match the
     saved one; differing fields are named."""
     path = Path(path)
-    state = _read(path, _MODEL_FORMAT, "model file")
+    state = load_checkpoint(path, kind=_MODEL_FORMAT, what="model file")
     try:
         arch, cfg_fields, meta = dict(state["arch"]), dict(state["config"]), dict(state["meta"])
         weights = state["model"]
     except (KeyError, TypeError, ValueError):
         raise DataError(f"model file {path}: incomplete (needs arch, config, meta and "
                         f"model)") from None
-    _fill_added_fields(arch)                  # files saved before a field existed
-    _fill_added_fields(cfg_fields, arch.get("encoder"))
     if expect_arch is not None:
         diff = _diff(arch, dict(expect_arch))
         if diff:
@@ -479,8 +450,8 @@ def load_classifier(path, expect_arch: dict | None = None) -> tuple[nn.Module, d
 def resolve_znorm(znorm: str, n_channels: int) -> str:
     """The scaling "auto" stands for: "series" for univariate data (the UCR archive's
     convention), "channel" for multivariate data, where z-normalizing each series' channels on
-    their own erases the levels that separate classes (JapaneseVowels: 0.75 against 0.98,
-    docs/attention.md). Other modes are returned as they are."""
+    their own erases the levels that separate classes (docs/attention.md). Other modes are
+    returned as they are."""
     if znorm != "auto":
         return znorm
     return "series" if n_channels == 1 else "channel"
@@ -491,9 +462,9 @@ def scale_input(x: np.ndarray, mask: np.ndarray | None, meta: dict) -> np.ndarra
 
     ``meta["znorm"]``: "series" (each series and channel z-normalized on its own), "channel"
     (each channel with the training split's ``znorm_mean`` / ``znorm_std``), "none" or absent
-    (unchanged); True / False in models saved before "channel" existed mean series / none.
+    (unchanged).
     """
-    mode = znorm_mode(meta.get("znorm", "none"))
+    mode = meta.get("znorm", "none")
     if mode == "series":
         return znormalize(x, mask)
     if mode == "channel":

@@ -13,7 +13,6 @@ import hashlib
 import logging
 import os
 import shutil
-import tempfile
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -160,15 +159,12 @@ def fetch(name: str, root: str | os.PathLike | None = None, *, download: bool | 
 
 
 def _download(url: str, dest: Path, spec: RemoteFile, timeout: float) -> None:
+    from kairo._runs import atomic_path
+
     dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=dest.name + ".", suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:
+    with atomic_path(dest) as tmp:          # in place only once its checksum is right
+        with open(tmp, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:
             shutil.copyfileobj(resp, out)
         kind, expected, got = spec.digest(tmp)
         if got != expected:
             raise ChecksumError(f"download from {url}: {kind} is {got}, expected {expected}")
-        os.replace(tmp, dest)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)

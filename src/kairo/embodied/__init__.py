@@ -1,23 +1,39 @@
 """The embodied fly: odor → sensory neurons → connectome → DN-VNC → descending signal → legs.
 
 The sensing, brain and motor parts (``_loop``) are plain NumPy and import no physics engine;
-``_body`` wraps flygym 1.x (the ``[fly]`` extra) and is imported only when a trial runs.
+``_body`` wraps flygym 1.x (the ``[fly]`` extra) and is imported only when a trial runs (it
+selects MuJoCo's headless EGL renderer then, unless ``$MUJOCO_GL`` is set). The configs are
+imported eagerly, everything else on first use, so the CLI reads the configs without NumPy.
 """
 
-import os as _os
+import importlib
 
-# Headless rendering by default (EGL needs no display). Set here, before anything can import
-# MuJoCo's renderer, and only if the user has not chosen a backend.
-_os.environ.setdefault("MUJOCO_GL", "egl")
+from kairo.embodied._config import (CONTROLLERS, NULL_CONTROLLERS, SENSING_MODES, WIRINGS,
+                                    FlyConfig, FlySettings, TrialsConfig, ViewConfig)
 
-from kairo.embodied._experiments import (CONTROLLERS, NULL_CONTROLLERS, FlyConfig,
-                                         TrialResult, TrialsConfig, ViewConfig, make_controller,
-                                         run_trial, run_trials, summarize_trials, trial_plan,
-                                         turning_index)
-from kairo.embodied._loop import (ACTION_RANGE, WIRINGS, ConnectomeBrain, MotorMap,
-                                  OdorSensing, odor_contrast)
+_LAZY = {
+    "make_controller": "_experiments", "run_trial": "_experiments",
+    "run_trials": "_experiments", "summarize_trials": "_experiments",
+    "trial_plan": "_experiments", "turning_index": "_experiments",
+    "TrialResult": "_experiments",
+    "ACTION_RANGE": "_loop", "ConnectomeBrain": "_loop", "MotorMap": "_loop",
+    "OdorSensing": "_loop", "odor_contrast": "_loop",
+    "FlyWorld": "_body", "INSTALL_HINT": "_body", "require_flygym": "_body",
+    "VideoRecorder": "_video", "run_viewer": "_viewer",
+    "trajectory_figure": "_report", "trials_figure": "_report", "timing_table": "_report",
+}
 
-__all__ = ["FlyConfig", "TrialsConfig", "ViewConfig", "CONTROLLERS", "NULL_CONTROLLERS",
-           "make_controller", "run_trial", "run_trials", "summarize_trials", "trial_plan",
-           "turning_index", "TrialResult", "ACTION_RANGE", "WIRINGS", "ConnectomeBrain",
-           "MotorMap", "OdorSensing", "odor_contrast"]
+__all__ = ["FlySettings", "FlyConfig", "TrialsConfig", "ViewConfig", "CONTROLLERS",
+           "NULL_CONTROLLERS", "WIRINGS", "SENSING_MODES", *_LAZY]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f"kairo.embodied.{_LAZY[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'kairo.embodied' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(__all__)

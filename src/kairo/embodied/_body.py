@@ -12,7 +12,7 @@ from kairo._errors import ConfigError, KairoError
 
 __all__ = ["require_flygym", "FlyWorld", "INSTALL_HINT", "ODOR_HEIGHT"]
 
-INSTALL_HINT = ("pip install 'kairo[fly]'  (flygym 1.2.1 with MuJoCo; or "
+INSTALL_HINT = ("pip install 'kairo-circuits[fly]'  (flygym 1.2.1 with MuJoCo; or "
                 "KAIRO_EXTRAS=fly bash scripts/setup.sh)")
 ODOR_HEIGHT = 1.5          # mm above the floor, as in flygym's odor-taxis example
 _LEGS = ("LF", "LM", "LH", "RF", "RM", "RH")

@@ -1,4 +1,4 @@
-"""Closed-loop trials behind ``kairo fly …``: configs, controllers, one trial, many trials.
+"""Closed-loop trials behind ``kairo fly …``: controllers, one trial, many trials.
 
 A trial alternates decisions and physics: every ``decision_interval`` the controller reads the
 odor at the fly's antennae and palps and sets the 2-D descending signal, which is held for
@@ -12,167 +12,24 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import os
-import signal
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from kairo._errors import ConfigError, KairoError, SelectionError
-from kairo.connectome import NORMALIZATIONS, SIGN_MODES, load_connectome, null_model, prepare
-from kairo.embodied._loop import (SENSING_MODES, WIRINGS, ConnectomeBrain, MotorMap,
-                                  OdorSensing, odor_contrast)
+from kairo._jobs import map_jobs, resolve_executor
+from kairo._stats import wilcoxon_p
+from kairo.connectome import load_connectome, null_model, prepare
+from kairo.embodied._config import CONTROLLERS, NULL_CONTROLLERS, FlySettings, TrialsConfig
+from kairo.embodied._loop import ConnectomeBrain, MotorMap, OdorSensing, odor_contrast
 
-__all__ = ["FlyConfig", "TrialsConfig", "ViewConfig", "CONTROLLERS", "NULL_CONTROLLERS",
-           "make_controller", "run_trial", "TrialResult", "trial_plan", "run_trials",
-           "summarize_trials", "turning_index"]
+__all__ = ["make_controller", "run_trial", "TrialResult", "trial_plan", "run_trials",
+           "summarize_trials", "turning_index", "check_output_path"]
 
-# controller name → null model of kairo.connectome (None: the real wiring)
-NULL_CONTROLLERS = {"rewired": "rewire", "weight-shuffle": "weight-shuffle",
-                    "random-topology": "random-topology", "gaussian": "gaussian"}
-CONTROLLERS = ("connectome", "braitenberg", "constant", *NULL_CONTROLLERS)
-EXECUTORS = ("auto", "processes", "ray", "serial")
 SETTLE_TIME = 0.1   # s: legs leave the stretched spawn posture; excluded from turning stats
-
-
-@dataclass(frozen=True)
-class FlyConfig:
-    """One closed-loop trial (``kairo fly run``)."""
-
-    controller: str = "connectome"     # connectome, braitenberg, constant, rewired, …
-    wiring: str = "ipsilateral"        # DN-VNC (or sensor) left → left legs, or crossed
-    duration: float = 2.0              # simulated seconds
-    odor_x: float = 20.0               # odor source, mm (fly starts at 0,0 facing +x)
-    odor_y: float = 8.0
-    arena_size: float = 300.0          # square arena side, mm
-    success_radius: float = 3.0        # mm: reaching it ends the trial
-    timestep: float = 1e-4             # physics step, s
-    decision_interval: float = 0.02    # s between controller decisions
-    seed: int = 0
-    # brain
-    connectome: str = "winding2023"
-    compartment: str = "all"
-    data_dir: str | None = None
-    norm: str = "row"                  # row: signal reaches DN-VNC (docs/reservoir.md)
-    spectral_radius: float = 0.9
-    alpha: float = 1.0
-    signs: str = "excitatory"
-    inhibitory_fraction: float = 0.0
-    sensory_left: str = "celltype=sensory;annotation=olfactory;side=L"
-    sensory_right: str = "celltype=sensory;annotation=olfactory;side=R"
-    descending_left: str = "DN-VNC:L"
-    descending_right: str = "DN-VNC:R"
-    brain_steps: int = 10              # reservoir steps per decision interval
-    leak: float = 1.0
-    bias: float = 0.0
-    # sensing and motor map
-    sensing_mode: str = "relative"
-    sensing_gain: float = 50.0         # drive per unit of relative odor contrast
-    sensing_offset: float = 1.0        # tonic drive, both sides
-    motor_gain: float = 30.0           # action per relative change of DN activity
-    motor_base: float = 1.0            # action with no turning signal (walk straight)
-    motor_scale: float = 0.0           # 0: the settled DN activity's mean magnitude
-    braitenberg_gain: float = 2.0      # action per unit of sensory drive difference
-    # video
-    video: str | None = None           # mp4 path (kairo fly run)
-    fps: int = 30
-    play_speed: float = 0.25           # simulated s per video s
-    frame_size: int = 480              # camera frame (square) in pixels
-
-    def __post_init__(self):
-        checks = [
-            (self.controller in CONTROLLERS, "controller", ", ".join(CONTROLLERS)),
-            (self.wiring in WIRINGS, "wiring", ", ".join(WIRINGS)),
-            (self.norm in NORMALIZATIONS, "norm", ", ".join(NORMALIZATIONS)),
-            (self.signs in SIGN_MODES, "signs", ", ".join(SIGN_MODES)),
-            (self.sensing_mode in SENSING_MODES, "sensing_mode", ", ".join(SENSING_MODES)),
-        ]
-        for ok, name, options in checks:
-            if not ok:
-                raise ConfigError(f"{name} must be one of {options}; got "
-                                  f"{getattr(self, name)!r}")
-        for name in ("duration", "decision_interval", "timestep", "success_radius",
-                     "arena_size", "play_speed"):
-            v = getattr(self, name)
-            if not (math.isfinite(v) and v > 0):
-                raise ConfigError(f"{name} must be a positive number, got {v}")
-        half = self.arena_size / 2
-        if abs(self.odor_x) >= half or abs(self.odor_y) >= half:
-            raise ConfigError(f"odor source ({self.odor_x:g}, {self.odor_y:g}) mm lies outside "
-                              f"the {self.arena_size:g} × {self.arena_size:g} mm arena (|x|, "
-                              f"|y| < {half:g}); move it or enlarge arena_size")
-        if self.decision_interval < self.timestep:
-            raise ConfigError(f"decision_interval ({self.decision_interval:g} s) is shorter "
-                              f"than the physics timestep ({self.timestep:g} s)")
-        if self.duration < self.decision_interval:
-            raise ConfigError(f"duration ({self.duration:g} s) is shorter than one decision "
-                              f"interval ({self.decision_interval:g} s)")
-        if self.brain_steps < 1 or self.fps < 1 or self.frame_size < 64:
-            raise ConfigError("brain_steps and fps must be ≥ 1 and frame_size ≥ 64")
-        if self.motor_scale < 0:
-            raise ConfigError(f"motor_scale must be ≥ 0 (0: automatic), got {self.motor_scale}")
-
-    @property
-    def physics_per_decision(self) -> int:
-        return max(1, int(round(self.decision_interval / self.timestep)))
-
-
-@dataclass(frozen=True)
-class TrialsConfig(FlyConfig):
-    """Many trials (``kairo fly trials``): odor positions × controllers × wirings."""
-
-    n: int = 8                          # trials (odor positions / seeds) per controller
-    controllers: tuple[str, ...] = ("connectome", "braitenberg", "constant", "rewired")
-    wirings: tuple[str, ...] = ("ipsilateral", "crossed")
-    odor_distance: float = 20.0         # mm from the start
-    odor_angle: float = 90.0            # odor bearing drawn from ±this many degrees
-    workers: int = 0                    # parallel processes (0: one per core)
-    executor: str = "auto"              # auto (Ray if RAY_ADDRESS is set), processes, ray, serial
-
-    def __post_init__(self):
-        super().__post_init__()
-        if self.video is not None:
-            raise ConfigError("video applies to `kairo fly run` (one trial), not to trials")
-        if self.n < 1:
-            raise ConfigError(f"n must be ≥ 1, got {self.n}")
-        for c in self.controllers:
-            if c not in CONTROLLERS:
-                raise ConfigError(f"unknown controller {c!r}; expected any of "
-                                  f"{', '.join(CONTROLLERS)}")
-        for w in self.wirings:
-            if w not in WIRINGS:
-                raise ConfigError(f"unknown wiring {w!r}; expected any of {', '.join(WIRINGS)}")
-        if not self.controllers or not self.wirings:
-            raise ConfigError("controllers and wirings must not be empty")
-        if not (0 <= self.odor_angle <= 180) or self.odor_distance <= 1:
-            raise ConfigError("odor_angle must be in [0, 180] degrees and odor_distance > 1 mm")
-        if self.odor_distance >= self.arena_size / 2:
-            raise ConfigError(f"odor_distance {self.odor_distance:g} mm does not fit in the "
-                              f"{self.arena_size:g} mm arena")
-        if self.workers < 0:
-            raise ConfigError(f"workers must be ≥ 0 (0: one per core), got {self.workers}")
-        if self.executor not in EXECUTORS:
-            raise ConfigError(f"executor must be one of {', '.join(EXECUTORS)}; got "
-                              f"{self.executor!r}")
-
-
-@dataclass(frozen=True)
-class ViewConfig(FlyConfig):
-    """The live viewer (``kairo fly view``)."""
-
-    keep_open: bool = True              # after the trial, keep the window until it is closed
-    screenshot: str | None = None       # PNG of the screen when the trial ends (X11 only)
-
-    def __post_init__(self):
-        super().__post_init__()
-        if self.video is not None:
-            raise ConfigError("video applies to `kairo fly run`; the viewer records nothing "
-                              "(use --screenshot for a PNG)")
 
 
 # ---------------------------------------------------------------------------- controllers
@@ -255,7 +112,7 @@ def _raw_connectome(name: str, compartment: str, data_dir: str | None):
     return load_connectome(name, data_dir=data_dir, compartment=compartment)
 
 
-def _brain_connectome(cfg: FlyConfig, null: str | None, seed: int):
+def _brain_connectome(cfg: FlySettings, null: str | None, seed: int):
     raw = _raw_connectome(cfg.connectome, cfg.compartment, cfg.data_dir)
     groups = []
     for attr in ("sensory_left", "sensory_right", "descending_left", "descending_right"):
@@ -272,7 +129,7 @@ def _brain_connectome(cfg: FlyConfig, null: str | None, seed: int):
     return c, groups
 
 
-def make_controller(cfg: FlyConfig, name: str | None = None, wiring: str | None = None,
+def make_controller(cfg: FlySettings, name: str | None = None, wiring: str | None = None,
                     seed: int | None = None) -> Controller:
     """The controller ``name`` (default ``cfg.controller``) with ``wiring``; nulls draw their
     random graph from ``seed``."""
@@ -327,7 +184,7 @@ def turning_index(traj: pd.DataFrame, settle: float = SETTLE_TIME) -> float:
     return float(np.corrcoef(x, y)[0, 1])
 
 
-def trial_metrics(traj: pd.DataFrame, odor_xy, cfg: FlyConfig) -> dict:
+def trial_metrics(traj: pd.DataFrame, odor_xy, cfg: FlySettings) -> dict:
     d = traj["distance"].to_numpy()
     reached = np.flatnonzero(d <= cfg.success_radius)
     bearing = traj["bearing"].to_numpy()
@@ -363,10 +220,11 @@ def _row(world, odor_xy, signals: dict, action) -> dict:
             "action_L": float(action[0]), "action_R": float(action[1])}
 
 
-def run_trial(cfg: FlyConfig, *, controller: Controller | None = None, odor_xy=None,
+def run_trial(cfg: FlySettings, *, controller: Controller | None = None, odor_xy=None,
               seed: int | None = None, recorder=None, on_step=None, before_close=None,
               progress_bar: bool | None = False) -> TrialResult:
-    """Run one closed-loop trial; ``recorder`` (see ``_video``) receives frames,
+    """Run one closed-loop trial; ``recorder`` (a :class:`~kairo.embodied.VideoRecorder`)
+    receives a camera frame every ``recorder.frame_interval`` simulated seconds,
     ``on_step(world)`` is called after every physics step and ``before_close(world)`` once at
     the end, while the physics still exists (the live viewer uses both: its render thread
     reads the model and must stop before MuJoCo frees it)."""
@@ -382,12 +240,13 @@ def run_trial(cfg: FlyConfig, *, controller: Controller | None = None, odor_xy=N
     t0 = time.perf_counter()
     controller = controller or make_controller(cfg, seed=seed)
     world = FlyWorld(odor_xy, arena_size=cfg.arena_size, timestep=cfg.timestep, seed=seed,
-                     camera=recorder is not None, frame_size=(cfg.frame_size, cfg.frame_size))
+                     camera=recorder is not None,
+                     frame_size=(recorder.size, recorder.size) if recorder else (480, 480))
     timing["build"] = time.perf_counter() - t0
     rows = []
     n_dec = int(round(cfg.duration / cfg.decision_interval))
     k = cfg.physics_per_decision
-    frame_dt = cfg.play_speed / cfg.fps
+    frame_dt = recorder.frame_interval if recorder is not None else 0.0
     next_frame = 0.0
     diverged = None
     try:
@@ -475,9 +334,9 @@ def _jobs(cfg: TrialsConfig) -> list[dict]:
     return jobs
 
 
-def _trial_job(cfg_dict: dict, job: dict) -> dict:
+def _trial_job(task: tuple[TrialsConfig, dict]) -> dict:
     """One trial in a worker process (top level so it pickles)."""
-    cfg = FlyConfig(**cfg_dict)
+    cfg, job = task
     wiring = job["wiring"] if job["wiring"] != "-" else cfg.wiring
     ctl = make_controller(cfg, job["controller"], wiring, seed=job["seed"])
     res = run_trial(cfg, controller=ctl, odor_xy=job["odor_xy"], seed=job["seed"])
@@ -486,17 +345,10 @@ def _trial_job(cfg_dict: dict, job: dict) -> dict:
                                           "action_L", "action_R"]].to_dict("list")}
 
 
-def _fly_fields(cfg: TrialsConfig) -> dict:
-    names = {f.name for f in dataclasses.fields(FlyConfig)}
-    d = {k: v for k, v in dataclasses.asdict(cfg).items() if k in names}
-    d["video"] = None
-    return d
-
-
 def run_trials(cfg: TrialsConfig, progress_bar: bool | None = None) -> dict:
-    """All trials, in parallel; returns per-trial metrics, trajectories and timing."""
-    from kairo._progress import progress
-
+    """All trials, in parallel (``cfg.workers`` on ``cfg.executor``, see
+    :func:`kairo._jobs.map_jobs`); returns per-trial metrics, trajectories and timing, and
+    the executor and worker count actually used."""
     jobs = _jobs(cfg)
     # warm the data cache in this process so workers fail fast on a bad connectome or group
     if any(j["controller"] not in ("constant", "braitenberg") for j in jobs):
@@ -504,21 +356,10 @@ def run_trials(cfg: TrialsConfig, progress_bar: bool | None = None) -> dict:
     from kairo.embodied._body import require_flygym
 
     require_flygym()
-    workers = cfg.workers or os.cpu_count() or 1
-    executor = cfg.executor
-    if executor == "auto":
-        executor = "ray" if os.environ.get("RAY_ADDRESS") else "processes"
-    if workers == 1 and executor == "processes":
-        executor = "serial"
-    fly = _fly_fields(cfg)
+    executor, workers = resolve_executor(cfg.executor, cfg.workers, len(jobs))
     t0 = time.perf_counter()
-    if executor == "serial":
-        results = [_trial_job(fly, j) for j in progress(jobs, total=len(jobs), desc="trials",
-                                                        enabled=progress_bar)]
-    elif executor == "ray":
-        results = _run_ray(fly, jobs, workers, progress_bar)
-    else:
-        results = _run_processes(fly, jobs, workers, progress_bar)
+    results = map_jobs(_trial_job, [(cfg, j) for j in jobs], workers=workers,
+                       executor=executor, desc="trials", progress_bar=progress_bar)
     wall = time.perf_counter() - t0
     results.sort(key=lambda r: (cfg.controllers.index(r["job"]["controller"]),
                                 r["job"]["wiring"], r["job"]["trial"]))
@@ -538,58 +379,6 @@ def run_trials(cfg: TrialsConfig, progress_bar: bool | None = None) -> dict:
             "trials_per_hour": len(jobs) / wall * 3600}
 
 
-def _run_processes(fly: dict, jobs: list[dict], workers: int, progress_bar) -> list[dict]:
-    import concurrent.futures as cf
-    import multiprocessing as mp
-
-    from kairo._progress import progress
-
-    # spawn, not fork: MuJoCo's GL contexts and OpenMP pools do not survive a fork
-    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as ex:
-        futures = [ex.submit(_trial_job, fly, j) for j in jobs]
-        try:
-            return [f.result() for f in progress(cf.as_completed(futures), total=len(futures),
-                                                 desc="trials", enabled=progress_bar)]
-        except BaseException:
-            for f in futures:
-                f.cancel()
-            raise
-
-
-def _run_ray(fly: dict, jobs: list[dict], workers: int, progress_bar) -> list[dict]:
-    try:
-        import ray
-    except ImportError as exc:
-        raise KairoError("executor 'ray' needs Ray: pip install 'kairo[ray]'") from exc
-    from kairo._progress import progress
-
-    started = not ray.is_initialized()
-    if started:
-        # ray.init replaces the process's SIGTERM handler with its own sys.exit and never
-        # restores it: put back the caller's (kairo's CLI unwinds results folders on SIGTERM)
-        main = threading.current_thread() is threading.main_thread()
-        term = signal.getsignal(signal.SIGTERM) if main else None
-        try:
-            ray.init(address=os.environ.get("RAY_ADDRESS"), num_cpus=None if os.environ.get(
-                "RAY_ADDRESS") else workers, include_dashboard=False, log_to_driver=False)
-        finally:
-            if main and term is not None:
-                signal.signal(signal.SIGTERM, term)
-    try:
-        remote = ray.remote(num_cpus=1)(_trial_job)
-        refs = [remote.remote(fly, j) for j in jobs]
-        out = []
-        pending = list(refs)
-        for _ in progress(range(len(refs)), total=len(refs), desc="trials",
-                          enabled=progress_bar):
-            done, pending = ray.wait(pending, num_returns=1)
-            out.append(ray.get(done[0]))
-        return out
-    finally:
-        if started:
-            ray.shutdown()
-
-
 def summarize_trials(trials: pd.DataFrame) -> pd.DataFrame:
     """Per controller and wiring: success rate, distances, time to reach and turning index,
     with a one-sample Wilcoxon test of the turning index against 0 and a paired test of the
@@ -604,31 +393,27 @@ def summarize_trials(trials: pd.DataFrame) -> pd.DataFrame:
                "final_distance_mean": g["final_distance"].mean(),
                "time_to_reach_median": g["time_to_reach"].median(),
                "turning_index_mean": ti.mean(), "turning_index_sd": ti.std(ddof=1),
-               "turning_index_p": _wilcoxon(ti.to_numpy()),
+               "turning_index_p": wilcoxon_p(ti.to_numpy()),
                "final_bearing_deg_median": g["final_abs_bearing_deg"].median(),
                "diverged": int(g["diverged"].sum())}
         if name != "constant" and len(const):
             paired = g.set_index("trial")["final_distance"].align(const, join="inner")
             row["vs_constant_distance_diff"] = float((paired[0] - paired[1]).median())
-            row["vs_constant_p"] = _wilcoxon((paired[0] - paired[1]).to_numpy())
+            row["vs_constant_p"] = wilcoxon_p((paired[0] - paired[1]).to_numpy())
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def _wilcoxon(x: np.ndarray) -> float:
-    x = x[np.isfinite(x)]
-    if x.size < 3 or np.all(x == 0):
-        return float("nan")
-    return float(stats.wilcoxon(x).pvalue)
-
-
-def check_output_path(path: str | None, what: str) -> Path | None:
-    """An output file's folder must exist (kairo does not invent folders for files)."""
-    if path is None:
+def check_output_path(path: str | None, what: str, *, overwrite: bool = False) -> Path | None:
+    """An output file's folder must exist (kairo does not invent folders for files), it must
+    not be a folder, and an existing file is replaced only with ``overwrite``."""
+    if not path:
         return None
     p = Path(path)
     if not p.parent.is_dir():
         raise KairoError(f"{what} {p}: folder {p.parent} does not exist")
     if p.is_dir():
         raise KairoError(f"{what} {p} is a folder; give a file name")
+    if p.exists() and not overwrite:
+        raise KairoError(f"{what} {p} already exists; choose another name or pass --overwrite")
     return p

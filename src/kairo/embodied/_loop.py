@@ -20,14 +20,13 @@ import numpy as np
 
 from kairo._errors import ConfigError, KairoError, SelectionError
 from kairo.connectome import Connectome
-from kairo.reservoir._esn import Reservoir
+from kairo.embodied._config import SENSING_MODES, WIRINGS
+from kairo.reservoir import Reservoir
 
 __all__ = ["ACTION_RANGE", "WIRINGS", "SENSING_MODES", "OdorSensing", "ConnectomeBrain",
            "MotorMap", "odor_contrast"]
 
 ACTION_RANGE = (-0.5, 1.5)          # HybridTurningController's action space
-WIRINGS = ("ipsilateral", "crossed")
-SENSING_MODES = ("relative", "absolute")
 
 
 def odor_contrast(lr: np.ndarray) -> float:
@@ -117,7 +116,7 @@ class ConnectomeBrain:
         self._cols = [np.searchsorted(readout, g) for g in groups]
         self.reservoir = Reservoir(connectome, input_neurons=inputs, readout_neurons=readout,
                                    n_inputs=2, activation=activation, leak=leak, bias=bias,
-                                   input_weights=win, backend="scipy")
+                                   input_weights=win, engine="scipy")
         self.n_neurons = connectome.n_neurons
         self.state = np.zeros(self.n_neurons)
         self.baseline = np.zeros(2)

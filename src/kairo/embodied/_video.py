@@ -7,36 +7,40 @@ dependency), into a temporary file that is renamed into place only when the tria
 
 from __future__ import annotations
 
-import os
-import tempfile
+import contextlib
 from pathlib import Path
 
 import numpy as np
 
 from kairo._errors import KairoError
+from kairo._runs import atomic_path
 
 __all__ = ["VideoRecorder"]
 
 
 class VideoRecorder:
-    """Collects (frame, time, rows so far) and writes them to ``path`` on :meth:`close`."""
+    """Collects (frame, time, rows so far) and writes them to ``path`` on :meth:`close`.
 
-    def __init__(self, path, *, fps: int, duration: float, odor_xy, frame_size: int,
-                 title: str = ""):
-        import matplotlib
+    A trial hands it a camera frame of ``frame_size`` pixels every :attr:`frame_interval`
+    simulated seconds (``play_speed`` simulated seconds per video second at ``fps``).
+    """
 
-        matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
+    def __init__(self, path, *, fps: int, play_speed: float, duration: float, odor_xy,
+                 frame_size: int, title: str = ""):
+        # an Agg canvas of its own: no pyplot, so no global backend is chosen or changed
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
 
+        if not (fps >= 1 and play_speed > 0):
+            raise KairoError(f"video needs fps ≥ 1 and play_speed > 0, got {fps}, {play_speed}")
         self.path = Path(path)
         if not self.path.parent.is_dir():
             raise KairoError(f"video {self.path}: folder {self.path.parent} does not exist")
         self.fps = int(fps)
+        self.frame_interval = float(play_speed) / self.fps
         self.size = int(frame_size)
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.stem}-", suffix=".mp4",
-                                   dir=self.path.parent)
-        os.close(fd)
-        self._tmp = Path(tmp)
+        self._file = contextlib.ExitStack()      # closed: the mp4 is moved into place
+        self._tmp = self._file.enter_context(atomic_path(self.path, suffix=".mp4"))
         import imageio.v2 as imageio
 
         self._writer = imageio.get_writer(self._tmp, format="FFMPEG", mode="I", fps=self.fps,
@@ -45,7 +49,8 @@ class VideoRecorder:
         self.n_frames = 0
         self.last_frame: np.ndarray | None = None
         dpi = 100
-        self._fig = fig = plt.figure(figsize=(self.size / dpi, self.size / dpi), dpi=dpi)
+        self._fig = fig = Figure(figsize=(self.size / dpi, self.size / dpi), dpi=dpi)
+        FigureCanvasAgg(fig)
         gs = fig.add_gridspec(4, 1, height_ratios=[1.6, 1, 1, 1], hspace=0.55,
                               left=0.16, right=0.97, top=0.93, bottom=0.08)
         self._map = fig.add_subplot(gs[0])
@@ -167,16 +172,13 @@ class VideoRecorder:
 
     def close(self, ok: bool = True) -> None:
         """Finish the file and move it into place (``ok``), or delete it."""
-        import matplotlib.pyplot as plt
-
-        plt.close(self._fig)
         try:
             self._writer.close()
         finally:
             if ok and self.n_frames:
-                os.replace(self._tmp, self.path)
-            else:
-                self._tmp.unlink(missing_ok=True)
+                self._file.close()
+            else:               # unwound as by an error: the temporary file is deleted
+                self._file.__exit__(KairoError, KairoError("video discarded"), None)
         if ok and not self.n_frames:
             raise KairoError(f"video {self.path}: no frames were rendered (the trial was "
                              f"shorter than one frame interval)")

@@ -7,12 +7,15 @@ run it under a virtual X server (``xvfb-run -a kairo fly view``).
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 
 from kairo._errors import KairoError
 
 __all__ = ["run_viewer", "require_display"]
+
+log = logging.getLogger(__name__)
 
 _SYNC_EVERY = 1 / 30     # s of wall time between viewer refreshes
 
@@ -31,13 +34,15 @@ class _Closed(Exception):
     pass
 
 
-def run_viewer(cfg, *, log=print):
-    """Run one trial of ``cfg`` (a ViewConfig) in the live viewer; returns the TrialResult."""
+def run_viewer(cfg):
+    """Run one trial of ``cfg`` (a ViewConfig) in the live viewer; returns the TrialResult, or
+    None when the window was closed before the trial ended. A screenshot goes to
+    ``cfg.output`` when it is set."""
     from kairo.embodied._body import require_flygym
     from kairo.embodied._experiments import check_output_path, make_controller, run_trial
 
     display = require_display()
-    shot = check_output_path(cfg.screenshot, "screenshot")
+    shot = check_output_path(cfg.output, "output", overwrite=cfg.overwrite)
     require_flygym()
     import mujoco
     import mujoco.viewer
@@ -81,7 +86,8 @@ def run_viewer(cfg, *, log=print):
                 if shot is not None:
                     _screenshot(display, shot)
                 if cfg.keep_open:
-                    log("trial finished; close the viewer window to exit")
+                    # shown without -v: the user has to act before the command returns
+                    log.warning("trial finished; close the viewer window to exit")
                     while v.is_running():
                         time.sleep(0.1)
         finally:
@@ -93,8 +99,8 @@ def run_viewer(cfg, *, log=print):
     try:
         result = run_trial(cfg, controller=controller, on_step=on_step,
                            before_close=finish, progress_bar=None)
-    except _Closed:
-        log("viewer closed; trial stopped")
+    except _Closed:       # the window was closed: the command's summary says so
+        pass
     return result
 
 
@@ -114,6 +120,6 @@ def _screenshot(display: str, path, wait: float = 10.0) -> None:
         if np.asarray(img).std() > 10 or time.perf_counter() > deadline:
             break
         time.sleep(0.25)
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    img.save(tmp)
-    os.replace(tmp, path)
+    from kairo._runs import atomic_write
+
+    atomic_write(path, lambda tmp: img.save(tmp, format="PNG"))

@@ -1,21 +1,47 @@
 """Logic-gate networks: differentiable gates, training, circuits and their back ends.
 
-The netlist and its back ends need only NumPy; the trainable layers (PyTorch) are imported on
-first use, so ``kairo logic export`` and ``verify`` start without loading torch.
+The pipeline: :func:`train` a :class:`LogicNet` (configured by :class:`LogicTrainConfig`),
+:func:`to_circuit`, :func:`simplify`, then run the circuit in NumPy (:class:`Circuit`), as C
+(:func:`compile_c`, :func:`write_c`) or Verilog (:func:`write_verilog`,
+:func:`simulate_verilog`). The netlist, its back ends and the configs need only NumPy; the
+trainable parts (PyTorch) are imported on first use, so ``kairo logic export`` and ``verify``
+start without loading torch.
 """
 
 from kairo.logic._circuit import Circuit, pack_bits, unpack_bits
+from kairo.logic._config import (BenchConfig, ExportConfig, FpgaConfig, LogicTrainConfig,
+                                 VerifyConfig)
 from kairo.logic._gates import COEFFS, GATE_NAMES, N_GATES, TRUTH
+from kairo.logic._simplify import simplify
+from kairo.logic.backends import (compile_c, find_simulator, simulate_verilog, write_c,
+                                  write_verilog)
+
+# imported on first use (torch, or the FPGA tool chain's module): name → (module, its name)
+_LAZY = {
+    **{n: ("kairo.logic._layers", n) for n in (
+        "Binarize", "GroupSum", "LogicDense", "LogicConv2d", "OrPooling2d", "pairings",
+        "fused_available", "fused_threads")},
+    **{n: ("kairo.logic._model", n) for n in (
+        "LogicNet", "build_model", "predict", "layer_report", "to_circuit")},
+    **{n: ("kairo.logic._train", n) for n in (
+        "train", "load_data", "model_from_checkpoint", "snapshot_path", "describe_branch")},
+    "find_fpga_tools": ("kairo.logic._fpga", "find_tools"),
+}
 
 __all__ = ["Circuit", "pack_bits", "unpack_bits", "COEFFS", "GATE_NAMES", "N_GATES", "TRUTH",
-           "Binarize", "GroupSum", "LogicDense", "LogicConv2d", "OrPooling2d", "pairings"]
-
-_LAZY = {"Binarize", "GroupSum", "LogicDense", "LogicConv2d", "OrPooling2d", "pairings"}
+           "simplify", "compile_c", "find_simulator", "simulate_verilog", "write_c",
+           "write_verilog", "LogicTrainConfig", "ExportConfig", "VerifyConfig", "FpgaConfig",
+           "BenchConfig", *_LAZY]
 
 
 def __getattr__(name):
     if name in _LAZY:
-        from kairo.logic import _layers
+        import importlib
 
-        return getattr(_layers, name)
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(module), attr)
     raise AttributeError(f"module 'kairo.logic' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(__all__)

@@ -4,9 +4,9 @@ Three ways to run the same :class:`~kairo.logic._circuit.Circuit` are timed on t
 images, and must predict the same classes:
 
 ``kairo``
-    :meth:`CompiledCircuit.predict_images` — thresholding, bit transposition, the gates, vote
-    counting and argmax all in the generated C (``kairo_predict_images``), on 512/256/64-bit
-    words.
+    :meth:`~kairo.logic.backends.CompiledCircuit.predict_images` — thresholding, bit
+    transposition, the gates, vote counting and argmax all in the generated C
+    (``kairo_predict_images``), on 512/256/64-bit words.
 ``anchor``
     The method difflogic describes for its compiled networks, written here from that
     description: NumPy thresholds the images (uint8 compares) and packs them with
@@ -25,22 +25,23 @@ The memory-bandwidth bound is one core's read bandwidth (a compiled C loop summi
 from __future__ import annotations
 
 import ctypes
-import hashlib
+import logging
 import os
-import subprocess
-import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 
 from kairo._errors import DataError, KairoError
 from kairo._runs import cpu_model
-from kairo.logic import _backends as be
 from kairo.logic._circuit import Circuit
+from kairo.logic.backends import build_shared_library, compile_c
+from kairo.logic.backends._common import C_EXPR, check_circuit
+from kairo.logic.backends._csource import TRANSPOSE
 
-__all__ = ["read_bandwidth", "anchor_source", "AnchorCircuit", "bench_images", "run_bench",
-           "bench_text", "run_bench_command", "cpu_model", "ANCHOR_FLAGS"]
+__all__ = ["read_bandwidth", "anchor_source", "AnchorCircuit", "bench_images", "bench_circuit",
+           "bench_text", "run_bench", "time_calls", "cpu_model", "ANCHOR_FLAGS"]
+
+log = logging.getLogger(__name__)
 
 ANCHOR_FLAGS = ("-O3", "-march=native", "-shared", "-fPIC")
 ANCHOR_MAX_GATES = 40_000      # one straight-line function: gcc time grows superlinearly
@@ -48,33 +49,11 @@ ANCHOR_BATCH = 8192            # images NumPy thresholds and packs per call
 
 
 # ============================================================================ compiling
-def _compile(src: str, stem: str, flags=ANCHOR_FLAGS, cache_dir=None) -> ctypes.CDLL:
-    """Build ``src`` into a cached shared library (keyed on source, flags and CPU); the
-    returned library's ``kairo_from_cache`` attribute says whether gcc was skipped."""
-    key = hashlib.sha256("\0".join([src, " ".join(flags), be._cpu_fingerprint()])
-                         .encode()).hexdigest()[:32]
-    cache = Path(cache_dir) if cache_dir is not None else be._default_cache_dir()
-    cache.mkdir(parents=True, exist_ok=True)
-    lib = cache / f"{stem}-{key}.so"
-    from_cache = lib.is_file()
-    if not from_cache:
-        csrc = cache / f"{stem}-{key}.c"
-        be._atomic_write(csrc, src, "C source")
-        fd, tmp = tempfile.mkstemp(dir=cache, prefix=f".{lib.name}.", suffix=".tmp")
-        os.close(fd)
-        try:
-            cmd = [*be.find_compiler(), *flags, "-o", tmp, str(csrc)]
-            r = subprocess.run(cmd, capture_output=True, text=True)
-            if r.returncode != 0:
-                raise KairoError(f"C compilation of {csrc} failed ({' '.join(cmd)}):\n"
-                                 f"{be._stderr_head(r.stderr)}")
-            os.replace(tmp, lib)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-    out = ctypes.CDLL(str(lib))
-    out.kairo_from_cache = from_cache
-    return out
+def _load(src: str, stem: str, cache_dir=None) -> tuple[ctypes.CDLL, bool]:
+    """Build ``src`` with ANCHOR_FLAGS (:func:`build_shared_library`, cached) and load it;
+    also whether the compiler was skipped."""
+    built = build_shared_library(src, flags=ANCHOR_FLAGS, stem=stem, cache_dir=cache_dir)
+    return ctypes.CDLL(str(built.path)), built.from_cache
 
 
 # ============================================================================ bandwidth
@@ -94,7 +73,7 @@ uint64_t kairo_bw_sum(const uint64_t *p, size_t n)
 
 def read_bandwidth(n_bytes: int = 1 << 30, repeats: int = 5, cache_dir=None) -> dict:
     """One core's read bandwidth: best of ``repeats`` C passes summing ``n_bytes``."""
-    lib = _compile(_BW_SRC, "kairo-bw", cache_dir=cache_dir)
+    lib, _ = _load(_BW_SRC, "kairo-bw", cache_dir=cache_dir)
     fn = lib.kairo_bw_sum
     fn.argtypes, fn.restype = [ctypes.c_void_p, ctypes.c_size_t], ctypes.c_uint64
     buf = np.ones(max(1, n_bytes // 8), dtype=np.uint64)       # ones: every page touched
@@ -120,9 +99,9 @@ def anchor_source(circuit: Circuit) -> str:
     counts each class's votes by transposing 64 × 64 bit tiles of its outputs and
     ``__builtin_popcountll``, and writes the first class with the most votes.
     """
-    c = be._check_circuit(circuit)
+    c = check_circuit(circuit)
     k = c.n_inputs
-    live = be._live_nodes(c)
+    live = c.live_nodes()
     ops, a, b = c.ops.tolist(), c.a.tolist(), c.b.tolist()
 
     def name(n):
@@ -130,7 +109,7 @@ def anchor_source(circuit: Circuit) -> str:
 
     stmts = []
     for g in np.flatnonzero(live[k:]).tolist():
-        expr = be._C_EXPR[ops[g]].format(a=name(a[g]), b=name(b[g]))
+        expr = C_EXPR[ops[g]].format(a=name(a[g]), b=name(b[g]))
         stmts.append(f"    const uint64_t g{g} = {expr};")
     stmts += [f"    y[{j}] = {name(n)};" for j, n in enumerate(c.outputs.tolist())]
     grp = c.n_outputs // c.n_classes
@@ -149,7 +128,7 @@ static void anchor_gates(const uint64_t *restrict x, uint64_t *restrict y)
 {{
 {chr(10).join(stmts)}
 }}
-{be._TRANSPOSE}
+{TRANSPOSE}
 void anchor_predict(const uint64_t *in, size_t n_words, int32_t *pred, size_t n)
 {{
     uint64_t y[N_OUT], t[64];
@@ -178,32 +157,25 @@ void anchor_predict(const uint64_t *in, size_t n_words, int32_t *pred, size_t n)
 """
 
 
-def numpy_thresholds(circuit: Circuit) -> np.ndarray:
-    """The circuit's thresholds as (1, T, 1) integers for ``images[:, None, :] > th``: uint8
-    when they fit (the fast NumPy compare), else int16."""
-    th = np.asarray(be.image_spec(circuit)[0])
-    dtype = np.uint8 if th.min() >= 0 and th.max() <= 254 else np.int16
-    return th.astype(dtype)[None, :, None]
-
-
 class AnchorCircuit:
     """The anchor's compiled circuit: NumPy packing in Python, gates and votes in C."""
 
     def __init__(self, circuit: Circuit, cache_dir=None):
-        spec = be.image_spec(circuit)
+        spec = circuit.image_input
         if spec is None:
             raise KairoError("the anchor reads images, but this circuit has no pixel "
                              "thresholds (meta['thresholds'] dividing its inputs)")
-        n_live = int(be._live_nodes(circuit)[circuit.n_inputs:].sum())
+        n_live = circuit.n_live_gates()
         if n_live > ANCHOR_MAX_GATES:
             raise KairoError(f"{n_live} gates in one straight-line C function would take gcc "
                              f"too long (the anchor method is limited to "
                              f"{ANCHOR_MAX_GATES} here)")
         self.circuit = circuit
-        self.thresholds = numpy_thresholds(circuit)
-        self.n_pixels = spec[1]
+        self.thresholds = spec.compare_thresholds()
+        self.n_pixels = spec.n_pixels
         t0 = time.perf_counter()
-        self._lib = _compile(anchor_source(circuit), "kairo-anchor", cache_dir=cache_dir)
+        self._lib, self.from_cache = _load(anchor_source(circuit), "kairo-anchor",
+                                           cache_dir=cache_dir)
         self.compile_seconds = time.perf_counter() - t0
         fn = self._lib.anchor_predict
         vp, sz = ctypes.c_void_p, ctypes.c_size_t
@@ -246,11 +218,11 @@ def bench_images(circuit: Circuit, n_images: int, data_dir=None, seed: int = 0
     """``n_images`` uint8 images for the circuit: MNIST test images of its classes repeated
     (784-pixel circuits), else seeded random pixels. Returns (images, labels of the unique
     images or None, a description)."""
-    spec = be.image_spec(circuit)
+    spec = circuit.image_input
     if spec is None:
         raise KairoError("this circuit has no pixel thresholds (meta['thresholds'] dividing "
                          "its inputs), so it cannot be benchmarked on images")
-    n_px = spec[1]
+    n_px = spec.n_pixels
     if n_px == 784:
         from kairo.data import load_mnist
 
@@ -270,7 +242,8 @@ def bench_images(circuit: Circuit, n_images: int, data_dir=None, seed: int = 0
             f"random uint8 images (seed {seed})")
 
 
-def _time(fn, repeats: int) -> list[float]:
+def time_calls(fn, repeats: int) -> list[float]:
+    """Wall-clock seconds of ``repeats`` calls of ``fn()``."""
     out = []
     for _ in range(repeats):
         t0 = time.perf_counter()
@@ -279,9 +252,9 @@ def _time(fn, repeats: int) -> list[float]:
     return out
 
 
-def run_bench(circuit: Circuit, images: np.ndarray, *, repeats: int = 5, width="auto",
-              anchor: bool = True, bits_path: bool = True, bandwidth_bytes: int = 1 << 30,
-              cache_dir=None, log=lambda msg: None) -> dict:
+def bench_circuit(circuit: Circuit, images: np.ndarray, *, repeats: int = 5, width="auto",
+                  anchor: bool = True, bits_path: bool = True, bandwidth_bytes: int = 1 << 30,
+                  cache_dir=None) -> dict:
     """Time kairo, the anchor (and kairo on pre-thresholded bits) on ``images``.
 
     Every implementation's predictions must equal kairo's (and, on the first 2,000 images,
@@ -289,7 +262,7 @@ def run_bench(circuit: Circuit, images: np.ndarray, *, repeats: int = 5, width="
     """
     if isinstance(repeats, bool) or not isinstance(repeats, (int, np.integer)) or repeats < 1:
         raise KairoError(f"repeats must be a positive integer, got {repeats!r}")
-    comp = be.compile_c(circuit, width=width, cache_dir=cache_dir)
+    comp = compile_c(circuit, width=width, cache_dir=cache_dir)
     images = comp.check_images(images)
     n = images.shape[0]
     if n == 0:
@@ -299,18 +272,13 @@ def run_bench(circuit: Circuit, images: np.ndarray, *, repeats: int = 5, width="
                  "loadavg_before": [round(v, 2) for v in os.getloadavg()],
                  "circuit": {**{k: v for k, v in circuit.stats().items()
                                 if k != "gates_by_op"},
-                             "live_gates": int(be._live_nodes(circuit)[circuit.n_inputs:]
-                                               .sum()),
-                             "thresholds": list(be.image_spec(circuit)[0])},
+                             "live_gates": circuit.n_live_gates(),
+                             "thresholds": list(circuit.image_input.thresholds)},
                  "implementations": {}}
     ref = np.empty(n, dtype=np.int32)
     comp.predict_images(images, out=ref)
     m = min(n, 2000)
-    from kairo.logic._model import image_bits
-    bits = (image_bits(circuit, images[:m]) if images.shape[1] == 784 else
-            (images[:m, None, :] > np.asarray(circuit.meta["thresholds"], dtype=float)
-             [None, :, None]).reshape(m, -1))
-    if not np.array_equal(ref[:m], circuit.predict(bits)):
+    if not np.array_equal(ref[:m], circuit.predict(circuit.image_bits(images[:m]))):
         raise KairoError("internal error: kairo_predict_images disagrees with Circuit.predict")
 
     def record(name, t, extra):
@@ -318,10 +286,10 @@ def run_bench(circuit: Circuit, images: np.ndarray, *, repeats: int = 5, width="
         res["implementations"][name] = {
             "images_per_s": n / best, "seconds_best": best,
             "seconds_median": float(np.median(t)), **extra}
-        log(f"{name}: {n / best:,.0f} images/s")
+        log.info("%s: %s images/s", name, f"{n / best:,.0f}")
 
     out = np.empty(n, dtype=np.int32)
-    t = _time(lambda: comp.predict_images(images, out=out), repeats)
+    t = time_calls(lambda: comp.predict_images(images, out=out), repeats)
     record("kairo", t, {"method": f"kairo_predict_images, {comp.width}-bit words",
                         "width": comp.width, "flags": list(comp.flags)})
     if not np.array_equal(out, ref):
@@ -335,10 +303,10 @@ def run_bench(circuit: Circuit, images: np.ndarray, *, repeats: int = 5, width="
             an.predict_images(images, out)
             if not np.array_equal(out, ref):
                 raise KairoError("the anchor's predictions differ from kairo's")
-            t = _time(lambda: an.predict_images(images, out), repeats)
+            t = time_calls(lambda: an.predict_images(images, out), repeats)
             # the C part alone, on words packed beforehand: the anchor's best case
             words = np.concatenate([an.pack(b) for b in an.batches(images)])
-            t_c = _time(lambda: an._fn(words.ctypes.data, words.shape[0], out.ctypes.data, n),
+            t_c = time_calls(lambda: an._fn(words.ctypes.data, words.shape[0], out.ctypes.data, n),
                         repeats)
             if not np.array_equal(out, ref):
                 raise KairoError("the anchor's C part differs from kairo's predictions")
@@ -348,10 +316,10 @@ def run_bench(circuit: Circuit, images: np.ndarray, *, repeats: int = 5, width="
                                  "flags": list(ANCHOR_FLAGS), "predictions_equal": True,
                                  "c_only_images_per_s": n / min(t_c),
                                  "compile_seconds": round(an.compile_seconds, 2),
-                                 "library_from_cache": an._lib.kairo_from_cache})
+                                 "library_from_cache": an.from_cache})
             del words
     if bits_path:
-        th = numpy_thresholds(circuit)
+        th = circuit.image_input.compare_thresholds()
 
         def via_bits():
             for s0 in range(0, n, 65536):
@@ -362,7 +330,7 @@ def run_bench(circuit: Circuit, images: np.ndarray, *, repeats: int = 5, width="
         via_bits()
         if not np.array_equal(out, ref):
             raise KairoError("CompiledCircuit.predict differs from predict_images")
-        record("kairo_bits", _time(via_bits, repeats),
+        record("kairo_bits", time_calls(via_bits, repeats),
                {"method": "NumPy threshold (batches of 65536) + CompiledCircuit.predict"})
     impl = res["implementations"]
     if "images_per_s" in impl.get("anchor", {}):
@@ -397,19 +365,21 @@ def bench_text(res: dict) -> str:
     return "\n".join(lines)
 
 
-def run_bench_command(cfg, rd, log=print) -> str:
+def run_bench(cfg, rd) -> str:
     """``kairo logic bench``: time the circuit on images, write ``bench.json`` into ``rd``."""
     c = Circuit.load(cfg.circuit)
     images, labels, source = bench_images(c, cfg.images, cfg.data_dir, cfg.seed)
     width = cfg.width if cfg.width == "auto" else int(cfg.width)
-    res = run_bench(c, images, repeats=cfg.repeats, width=width, anchor=cfg.anchor,
-                    bits_path=cfg.bits_path, bandwidth_bytes=cfg.bandwidth_mib << 20, log=log)
+    res = bench_circuit(c, images, repeats=cfg.repeats, width=width, anchor=cfg.anchor,
+                        bits_path=cfg.bits_path, bandwidth_bytes=cfg.bandwidth_mib << 20)
     res["images_source"] = source
+    if cfg.width == "auto":
+        rd.resolve("width", res["implementations"]["kairo"]["width"])
     if labels is not None and len(images) >= len(labels):
-        pred = be.compile_c(c, width=width).predict_images(images[:len(labels)])
+        pred = compile_c(c, width=width).predict_images(images[:len(labels)])
         res["accuracy"] = float((pred == labels).mean())
         res["accuracy_images"] = int(len(labels))
-    rd.write_json("bench.json", res)
+    rd.add("bench.json", res)
     text = bench_text(res)
     if "accuracy" in res:
         text += f"\naccuracy {res['accuracy']:.2%} on the {res['accuracy_images']} test images"

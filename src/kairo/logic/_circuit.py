@@ -13,6 +13,7 @@ The reference evaluation packs 64 samples per 64-bit word and runs the gates lev
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from collections import Counter
@@ -22,12 +23,24 @@ from pathlib import Path
 import numpy as np
 
 from kairo._errors import DataError, KairoError
-from kairo.logic._gates import GATE_NAMES, N_GATES, gate_bits
+from kairo.logic._gates import GATE_NAMES, N_GATES, TRUTH, gate_bits
 
-__all__ = ["Circuit", "pack_bits", "unpack_bits", "FORMAT", "VERSION"]
+__all__ = ["Circuit", "ImageInput", "pack_bits", "unpack_bits", "OPERANDS_READ", "FORMAT",
+           "VERSION"]
 
 FORMAT = "kairo.circuit"
 VERSION = 1
+
+
+def _reads(op: int) -> tuple[bool, bool]:
+    """Whether gate ``op`` depends on input a and on input b (from its truth table)."""
+    t = int(TRUTH[op])
+    out = [[(t >> (2 * a + b)) & 1 for b in (0, 1)] for a in (0, 1)]
+    return out[0] != out[1], any(out[a][0] != out[a][1] for a in (0, 1))
+
+
+# (reads a, reads b) of every op: constants read neither input, "a" and "not a" only a, …
+OPERANDS_READ = tuple(_reads(op) for op in range(N_GATES))
 
 
 def pack_bits(x: np.ndarray) -> np.ndarray:
@@ -45,6 +58,50 @@ def unpack_bits(words: np.ndarray, n: int) -> np.ndarray:
     words = np.ascontiguousarray(words, dtype=np.uint64)
     bits = np.unpackbits(words.view(np.uint8), axis=1, bitorder="little")
     return bits[:, :n].T.astype(bool)
+
+
+@dataclass(frozen=True)
+class ImageInput:
+    """How a circuit reads uint8 images: input ``k * n_pixels + p`` is ``pixel p >
+    thresholds[k]`` (threshold-major, as ``Binarize``).
+
+    ``thresholds`` are the integers equivalent for uint8 pixels to the circuit's
+    ``meta["thresholds"]``: ``floor(t)`` clipped to −1 (always 1) … 255 (always 0).
+    """
+
+    thresholds: tuple[int, ...]
+    n_pixels: int
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """One image's shape: (side, side) when the pixels make a square, else (n_pixels,)."""
+        side = math.isqrt(self.n_pixels)
+        return (side, side) if side * side == self.n_pixels else (self.n_pixels,)
+
+    def check(self, images) -> np.ndarray:
+        """Images as C-contiguous (n_images, n_pixels) uint8, or DataError naming the problem."""
+        x = np.asarray(images)
+        if x.dtype != np.uint8:
+            raise DataError(f"images must be uint8 pixels (0–255), got dtype {x.dtype}; "
+                            f"convert with np.asarray(images, dtype=np.uint8) if they are "
+                            f"already integers in that range")
+        if x.ndim < 2 or int(np.prod(x.shape[1:])) != self.n_pixels:
+            raise DataError(f"images must have shape (n_images, {self.n_pixels}) (or "
+                            f"(n_images, …) with {self.n_pixels} pixels per image), got shape "
+                            f"{x.shape}")
+        return np.ascontiguousarray(x.reshape(x.shape[0], self.n_pixels))
+
+    def compare_thresholds(self) -> np.ndarray:
+        """The thresholds as (1, T, 1) integers for ``images[:, None, :] > th``: uint8 when
+        they fit (the fast NumPy compare), else int16."""
+        th = np.asarray(self.thresholds)
+        dtype = np.uint8 if th.min() >= 0 and th.max() <= 254 else np.int16
+        return th.astype(dtype)[None, :, None]
+
+    def bits(self, images) -> np.ndarray:
+        """uint8 images → the circuit's input bits, (n_images, n_inputs) bool."""
+        x = self.check(images)
+        return (x[:, None, :] > self.compare_thresholds()).reshape(x.shape[0], -1)
 
 
 @dataclass(frozen=True, eq=False)
@@ -87,6 +144,33 @@ class Circuit:
     @property
     def n_outputs(self) -> int:
         return int(self.outputs.size)
+
+    @property
+    def image_input(self) -> ImageInput | None:
+        """The image contract of circuits that read thresholded uint8 pixels, else None.
+
+        ``meta["thresholds"]`` (as ``kairo logic train`` writes them) gives the pixel
+        thresholds when their number divides the inputs.
+        """
+        th = self.meta.get("thresholds") if isinstance(self.meta, dict) else None
+        if not isinstance(th, (list, tuple)) or not th or any(
+                isinstance(t, bool) or not isinstance(t, (int, float, np.integer, np.floating))
+                or not np.isfinite(t) for t in th):
+            return None
+        if self.n_inputs % len(th):
+            return None
+        eff = tuple(int(min(255, max(-1, np.floor(t)))) for t in th)
+        return ImageInput(eff, self.n_inputs // len(th))
+
+    def image_bits(self, images) -> np.ndarray:
+        """uint8 images → input bits (:meth:`ImageInput.bits`); KairoError when the circuit
+        has no pixel thresholds."""
+        spec = self.image_input
+        if spec is None:
+            raise KairoError("this circuit has no pixel thresholds (meta['thresholds'], set by "
+                             "`kairo logic train`, dividing its inputs), so it cannot read "
+                             "images; threshold them yourself and pass the bits")
+        return spec.bits(images)
 
     def validate(self) -> None:
         """Raise DataError naming the first gate or field that is wrong."""
@@ -135,6 +219,26 @@ class Circuit:
             d[k + i] = 1 + max(d[a[i]], d[b[i]])
         return d
 
+    def live_nodes(self) -> np.ndarray:
+        """Boolean mask over nodes: True where some output depends on the node."""
+        k = self.n_inputs
+        lv = np.zeros(self.n_nodes, dtype=bool)
+        lv[self.outputs] = True
+        ops, a, b = self.ops.tolist(), self.a.tolist(), self.b.tolist()
+        lv = lv.tolist()
+        for i in range(self.n_gates - 1, -1, -1):
+            if lv[k + i]:
+                ua, ub = OPERANDS_READ[ops[i]]
+                if ua:
+                    lv[a[i]] = True
+                if ub:
+                    lv[b[i]] = True
+        return np.asarray(lv, dtype=bool)
+
+    def n_live_gates(self) -> int:
+        """Gates some output depends on (what the C and Verilog back ends emit)."""
+        return int(self.live_nodes()[self.n_inputs:].sum())
+
     def depth(self) -> int:
         """Longest input-to-output path, in gates."""
         return int(self.depths()[self.outputs].max())
@@ -146,7 +250,8 @@ class Circuit:
                 "depth": self.depth(), "gates_by_op": dict(sorted(counts.items()))}
 
     # ------------------------------------------------------------------ evaluation
-    def _check_x(self, x) -> np.ndarray:
+    def check_inputs(self, x) -> np.ndarray:
+        """``x`` as an array of 0/1 of shape (n_samples, n_inputs), or KairoError."""
         x = np.asarray(x)
         if x.ndim != 2 or x.shape[1] != self.n_inputs:
             raise KairoError(f"circuit inputs must have shape (n_samples, {self.n_inputs}), "
@@ -184,7 +289,7 @@ class Circuit:
 
     def evaluate(self, x) -> np.ndarray:
         """Output bits (n_samples, n_outputs) for 0/1 inputs (n_samples, n_inputs)."""
-        x = self._check_x(x)
+        x = self.check_inputs(x)
         return unpack_bits(self.evaluate_packed(pack_bits(x)), x.shape[0])
 
     def scores(self, x) -> np.ndarray:

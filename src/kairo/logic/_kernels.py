@@ -21,15 +21,15 @@ one ``torch.autograd.Function`` whose forward and backward are single fused loop
 Threads: the loops are serial numba functions that release the GIL. ``_parallel`` hands
 their chunks to as many threads as torch uses, the caller included, which take chunks from
 a shared counter: a thread the OS does not schedule in time takes no chunk and leaves its
-share to the others. (numba's ``parallel=True`` brings a second OpenMP runtime beside
-torch's; on 2 shared cores their spinning workers made a step 14× slower.) During training
+share to the others. (numba's ``parallel=True`` would bring a second OpenMP runtime beside
+torch's, whose spinning workers fight torch's for shared cores.) During training
 ``training_threads`` also runs torch single-threaded: all it has left are tiny ops whose
-OpenMP barriers cost ~10 ms each on a loaded machine. Results never depend on which thread
-ran a chunk, so training is reproducible. Small helpers are inlined into the loops
-(``inline="always"``: the conv backward ran 1.5× faster).
+OpenMP barriers dominate on a loaded machine. Results never depend on which thread ran a
+chunk, so training is reproducible. Small helpers are inlined into the loops
+(``inline="always"``, which speeds up the conv backward).
 
 Numba compiles with ``cache=True`` (the machine's LLVM, from source; nothing downloaded), so
-only the first run on a machine pays the compile time (~6 s of CPU per dtype).
+only the first run on a machine pays the compile time (seconds of CPU per dtype).
 """
 
 from __future__ import annotations
@@ -307,8 +307,7 @@ def training_threads():
     """Inside: torch runs single-threaded and the fused loops take torch's threads.
 
     With the fused layers torch is left only tiny ops (softmax of the logits, Adam), whose
-    OpenMP barriers cost ~10 ms each when the cores are shared (measured 340 vs 19 ms per
-    step of the 0-vs-1 conv net at load 4.5 on 2 cores). Restored on exit.
+    OpenMP barriers would dominate a step when the cores are shared. Restored on exit.
     """
     n, old = torch.get_num_threads(), _THREADS[0]
     _THREADS[0] = old or n

@@ -10,8 +10,14 @@ gate and the network is a Boolean circuit (``to_circuit``).
 ``LogicConv2d`` shares one small tree of gates per kernel over all positions of a feature map
 (the convolutional paper), ``OrPooling2d`` is max pooling (a relaxed OR). Every layer has two
 implementations of the same arithmetic: pure PyTorch (the reference) and fused CPU loops in
-``_kernels`` (numba), chosen by ``backend``: "torch", "fused" or "auto" (fused when numba
+``_kernels`` (numba), chosen by ``engine``: "torch", "fused" or "auto" (fused when numba
 imports and the input is a float32/float64 CPU tensor).
+
+What changes during training is passed to ``forward`` by the trainer, never set on a layer:
+``temperature`` (the gate softmax is taken of logits / temperature), ``fixed`` (the layer
+computes its argmax gates in training too, and its logits get no gradient) and ``mode``
+(override the layer's gate mode, e.g. "soft" to evaluate the relaxed network without
+Gumbel noise).
 """
 
 from __future__ import annotations
@@ -23,14 +29,11 @@ import torch
 from torch import nn
 
 from kairo._errors import ConfigError, KairoError
-from kairo.logic._commands import GATE_MODES, PAIRINGS, LogicTrainConfig
+from kairo.logic._config import ENGINES, GATE_MODES, PAIRINGS
 from kairo.logic._gates import COEFFS, N_GATES, PASS_A
 
 __all__ = ["LogicDense", "LogicConv2d", "OrPooling2d", "GroupSum", "Binarize", "pairings",
-           "conv_out_size", "fused_available", "fused_threads", "PAIRINGS", "GATE_MODES",
-           "LAYER_BACKENDS"]
-
-LAYER_BACKENDS = LogicTrainConfig.BACKENDS      # "auto", "torch", "fused"
+           "conv_out_size", "fused_available", "fused_threads"]
 
 _KERNELS: list = []                             # [module or None], filled on first use
 
@@ -54,30 +57,35 @@ def fused_available() -> bool:
 def fused_threads(model: nn.Module):
     """Context for a training loop: :func:`_kernels.training_threads` when any layer of
     ``model`` runs fused, else nothing."""
-    if fused_available() and any(getattr(m, "backend", "torch") != "torch"
+    if fused_available() and any(getattr(m, "engine", "torch") != "torch"
                                  for m in model.modules()):
         return _load_kernels().training_threads()
     return contextlib.nullcontext()
 
 
-def _check_backend(backend: str) -> str:
-    if backend not in LAYER_BACKENDS:
-        raise ConfigError(f"backend must be one of {', '.join(LAYER_BACKENDS)}; got "
-                          f"{backend!r}")
-    if backend == "fused" and not fused_available():
-        raise ConfigError("backend='fused' needs numba (pip install numba); use "
-                          "backend='torch' or 'auto' to run without it")
-    return backend
+def _check_engine(engine: str) -> str:
+    if engine not in ENGINES:
+        raise ConfigError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
+    if engine == "fused" and not fused_available():
+        raise ConfigError("engine='fused' needs numba (pip install numba); use "
+                          "engine='torch' or 'auto' to run without it")
+    return engine
 
 
-def _use_fused(backend: str, x: torch.Tensor) -> bool:
-    if backend == "torch":
+def _use_fused(engine: str, x: torch.Tensor) -> bool:
+    if engine == "torch":
         return False
     ok = x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64)
-    if backend == "fused" and not ok:
+    if engine == "fused" and not ok:
         raise KairoError(f"the fused kernels run on float32/float64 CPU tensors, got "
-                         f"{x.dtype} on {x.device}; use backend='torch' or 'auto'")
+                         f"{x.dtype} on {x.device}; use engine='torch' or 'auto'")
     return ok and fused_available()
+
+
+def _check_mode(mode: str) -> str:
+    if mode not in GATE_MODES:
+        raise ConfigError(f"gate mode must be one of {', '.join(GATE_MODES)}; got {mode!r}")
+    return mode
 
 
 def _init_weight(shape: tuple, residual_init: float, rng: np.random.Generator) -> nn.Parameter:
@@ -95,34 +103,33 @@ class _GateLayer(nn.Module):
 
     weight: nn.Parameter          # (..., 16)
 
-    def _setup(self, mode: str, tau: float, backend: str) -> None:
-        if mode not in GATE_MODES:
-            raise ConfigError(f"gate mode must be one of {', '.join(GATE_MODES)}; got {mode!r}")
+    def _setup(self, mode: str, tau: float, engine: str) -> None:
+        _check_mode(mode)
         if tau <= 0:
             raise ConfigError(f"gumbel temperature must be > 0, got {tau}")
-        self.mode, self.tau, self.backend = mode, float(tau), _check_backend(backend)
-        # the trainer lowers it to sharpen the mixtures (not saved: a function of the iteration)
-        self.temperature = 1.0
-        # fixed: computes its argmax gates in training too, and its logits get no gradient
-        self.fixed = False
+        self.mode, self.tau, self.engine = mode, float(tau), _check_engine(engine)
         self.register_buffer("coeffs", torch.tensor(COEFFS, dtype=torch.float32))
 
-    def gate_probs(self) -> torch.Tensor:
-        """(..., 16): the mixture used in training mode, one-hot in eval mode."""
-        if not self.training or self.fixed:
+    def gate_probs(self, *, temperature: float = 1.0, fixed: bool = False,
+                   mode: str | None = None) -> torch.Tensor:
+        """(..., 16): the mixture used in training mode, one-hot in eval mode or when
+        ``fixed``; ``temperature`` divides the logits, ``mode`` overrides the layer's."""
+        if not self.training or fixed:
             return nn.functional.one_hot(self.weight.argmax(-1), N_GATES).to(self.weight.dtype)
-        w = self.weight if self.temperature == 1.0 else self.weight / self.temperature
-        if self.mode == "gumbel":
+        mode = _check_mode(mode) if mode is not None else self.mode
+        w = self.weight if temperature == 1.0 else self.weight / temperature
+        if mode == "gumbel":
             return nn.functional.gumbel_softmax(w, tau=self.tau, hard=True)
         soft = torch.softmax(w, dim=-1)
-        if self.mode == "hard":         # the discrete circuit forward, softmax gradients back
+        if mode == "hard":              # the discrete circuit forward, softmax gradients back
             hard = nn.functional.one_hot(self.weight.argmax(-1), N_GATES).to(soft.dtype)
             return hard + soft - soft.detach()
         return soft
 
-    def gate_coeffs(self, dtype: torch.dtype) -> torch.Tensor:
-        """(..., 4): the affine coefficients (c₀, c_a, c_b, c_ab) of every gate."""
-        return self.gate_probs().to(dtype) @ self.coeffs.to(dtype)
+    def gate_coeffs(self, dtype: torch.dtype, **gates) -> torch.Tensor:
+        """(..., 4): the affine coefficients (c₀, c_a, c_b, c_ab) of every gate
+        (``gates``: the arguments of :meth:`gate_probs`)."""
+        return self.gate_probs(**gates).to(dtype) @ self.coeffs.to(dtype)
 
     def ops(self) -> np.ndarray:
         """The discrete gate of every neuron (argmax of its logits)."""
@@ -172,14 +179,16 @@ class LogicDense(_GateLayer):
         hard gate in the forward pass: a sampled circuit) or "hard" (straight-through with
         the argmax gate forward: training sees exactly the discrete circuit it will become;
         meant for fine-tuning a soft-trained network, resumed with ``--gate-mode hard``).
-    backend : "auto", "torch" or "fused" (see the module docstring)
+    engine : "auto", "torch" or "fused" (see the module docstring)
+
+    ``forward(x, temperature=1.0, fixed=False, mode=None)``: see the module docstring.
     """
 
     def __init__(self, n_in: int, n_out: int, *, pairing: str = "unique",
                  residual_init: float = 0.0, mode: str = "soft", tau: float = 1.0,
-                 seed: int | np.random.Generator = 0, backend: str = "auto"):
+                 seed: int | np.random.Generator = 0, engine: str = "auto"):
         super().__init__()
-        self._setup(mode, tau, backend)
+        self._setup(mode, tau, engine)
         rng = np.random.default_rng(seed)
         a, b = pairings(n_in, n_out, pairing, rng)
         self.n_in, self.n_out = n_in, n_out
@@ -189,11 +198,13 @@ class LogicDense(_GateLayer):
         self._users: tuple = ((), None)         # (wiring key, CSR) for the fused backward
 
     def extra_repr(self) -> str:
-        return f"{self.n_in} → {self.n_out}, mode={self.mode}, backend={self.backend}"
+        return f"{self.n_in} → {self.n_out}, mode={self.mode}, engine={self.engine}"
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        c = self.gate_coeffs(x.dtype)                               # (n_out, 4)
-        if _use_fused(self.backend, x):
+    def forward(self, x: torch.Tensor, *, temperature: float = 1.0, fixed: bool = False,
+                mode: str | None = None) -> torch.Tensor:
+        c = self.gate_coeffs(x.dtype, temperature=temperature, fixed=fixed,
+                             mode=mode)                             # (n_out, 4)
+        if _use_fused(self.engine, x):
             kernels = _load_kernels()
             # rebuilt when the wiring changes (load_state_dict, .to()): versions and storage
             key = (self.ia._version, self.ib._version, self.ia.data_ptr(), self.ib.data_ptr())
@@ -241,17 +252,18 @@ class LogicConv2d(_GateLayer):
 
     groups must divide in_channels and out_channels: kernel k of group g reads only the
     channels of group g (a grouped convolution). ``pairing``, ``residual_init``, ``mode``,
-    ``tau``, ``seed`` and ``backend`` as for :class:`LogicDense`; the torch path gathers
-    (n_samples, K, 2^(depth−1), H'·W') values per leaf input, the fused one streams rows.
+    ``tau``, ``seed``, ``engine`` and the forward arguments as for :class:`LogicDense`; the
+    torch path gathers (n_samples, K, 2^(depth−1), H'·W') values per leaf input, the fused
+    one streams rows.
     """
 
     def __init__(self, in_channels: int, out_channels: int, *, receptive: int = 3,
                  depth: int = 3, stride: int = 1, padding: int = 1, groups: int = 1,
                  pairing: str = "unique", residual_init: float = 0.0, mode: str = "soft",
                  tau: float = 1.0, seed: int | np.random.Generator = 0,
-                 backend: str = "auto"):
+                 engine: str = "auto"):
         super().__init__()
-        self._setup(mode, tau, backend)
+        self._setup(mode, tau, engine)
         for name, v, lo in (("in_channels", in_channels, 1), ("out_channels", out_channels, 1),
                             ("receptive", receptive, 1), ("depth", depth, 1),
                             ("stride", stride, 1), ("groups", groups, 1),
@@ -305,7 +317,7 @@ class LogicConv2d(_GateLayer):
     def extra_repr(self) -> str:
         return (f"{self.in_channels} → {self.out_channels}, receptive={self.receptive}, "
                 f"depth={self.depth}, stride={self.stride}, padding={self.padding}, "
-                f"groups={self.groups}, mode={self.mode}, backend={self.backend}")
+                f"groups={self.groups}, mode={self.mode}, engine={self.engine}")
 
     def out_size(self, h: int, w: int) -> tuple[int, int]:
         ho = conv_out_size(h, self.receptive, self.stride, self.padding)
@@ -344,10 +356,12 @@ class LogicConv2d(_GateLayer):
         self._index_cache = {key: hit}
         return hit
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, *, temperature: float = 1.0, fixed: bool = False,
+                mode: str | None = None) -> torch.Tensor:
         ho, wo = self._check_input(x)
-        c = self.gate_coeffs(x.dtype)                                # (K, G, 4)
-        if _use_fused(self.backend, x):
+        c = self.gate_coeffs(x.dtype, temperature=temperature, fixed=fixed,
+                             mode=mode)                              # (K, G, 4)
+        if _use_fused(self.engine, x):
             # sample-minor inside: (C, H, W, n_samples); the permutes are free between layers
             y = _load_kernels().conv(x.permute(1, 2, 3, 0), c, self.channels, self.dy,
                                      self.dx, self.stride, self.padding, ho, wo)
@@ -375,12 +389,12 @@ class OrPooling2d(nn.Module):
     On bits the maximum is the OR, which the circuit builds from two-input OR gates.
     """
 
-    def __init__(self, kernel: int = 2, stride: int = 2, *, backend: str = "auto"):
+    def __init__(self, kernel: int = 2, stride: int = 2, *, engine: str = "auto"):
         super().__init__()
         for name, v in (("kernel", kernel), ("stride", stride)):
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
                 raise ConfigError(f"OrPooling2d {name} must be an integer ≥ 1, got {v!r}")
-        self.kernel, self.stride, self.backend = int(kernel), int(stride), _check_backend(backend)
+        self.kernel, self.stride, self.engine = int(kernel), int(stride), _check_engine(engine)
 
     def extra_repr(self) -> str:
         return f"kernel={self.kernel}, stride={self.stride}"
@@ -397,7 +411,7 @@ class OrPooling2d(nn.Module):
             raise KairoError(f"OrPooling2d expects input (n_samples, C, H, W), got "
                              f"{tuple(x.shape)}")
         ho, wo = self.out_size(x.shape[2], x.shape[3])
-        if _use_fused(self.backend, x):
+        if _use_fused(self.engine, x):
             y = _load_kernels().pool(x.permute(1, 2, 3, 0), self.kernel, self.stride, ho, wo)
             return y.permute(3, 0, 1, 2)
         return nn.functional.max_pool2d(x, self.kernel, self.stride)

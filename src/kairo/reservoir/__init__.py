@@ -1,18 +1,43 @@
-"""Reservoir computing on connectomes: the engine, readouts, tasks and experiments."""
+"""Reservoir computing on connectomes: the engine, readouts, tasks and experiments.
 
-from kairo.reservoir._esn import ACTIVATIONS, BACKENDS, INPUT_WEIGHTS, Reservoir
-from kairo.reservoir._experiments import (CompareConfig, PropagateConfig, ReservoirSettings,
-                                          RunConfig, SweepConfig, build_reservoir,
-                                          compare_experiment, evaluate, null_stats,
-                                          propagate_experiment, run_experiment,
-                                          sweep_experiment)
-from kairo.reservoir._readout import DEFAULT_ALPHAS, StreamingRidgeCV
-from kairo.reservoir._tasks import (TASKS, TaskData, accuracy, lorenz, mackey_glass,
-                                    make_task, memory_capacity, narma, nrmse, r2)
+The configs import nothing heavy; every other name is loaded on first use, so building a
+config (the CLI does it before any work) stays light.
+"""
 
-__all__ = ["Reservoir", "ACTIVATIONS", "BACKENDS", "INPUT_WEIGHTS", "StreamingRidgeCV",
+from kairo.reservoir._config import (ACTIVATIONS, ENGINES, INPUT_WEIGHTS, CompareConfig,
+                                     PropagateConfig, ReservoirSettings, RunConfig,
+                                     SweepConfig)
+
+_LAZY = {
+    "Reservoir": "kairo.reservoir._esn",
+    "StreamingRidgeCV": "kairo.reservoir._readout",
+    "DEFAULT_ALPHAS": "kairo.reservoir._readout",
+    **{name: "kairo.reservoir._tasks" for name in (
+        "TASKS", "TaskData", "make_task", "narma", "mackey_glass", "lorenz", "nrmse", "r2",
+        "memory_capacity", "accuracy")},
+    **{name: "kairo.reservoir._experiments" for name in (
+        "build_reservoir", "evaluate", "run_experiment", "compare_experiment",
+        "sweep_experiment", "propagate_experiment", "connectome_inputs")},
+    "null_stats": "kairo._stats",
+}
+
+__all__ = ["Reservoir", "ACTIVATIONS", "ENGINES", "INPUT_WEIGHTS", "StreamingRidgeCV",
            "DEFAULT_ALPHAS", "TASKS", "TaskData", "make_task", "narma", "mackey_glass",
            "lorenz", "nrmse", "r2", "memory_capacity", "accuracy", "ReservoirSettings",
            "RunConfig", "CompareConfig", "SweepConfig", "PropagateConfig", "build_reservoir",
            "evaluate", "run_experiment", "compare_experiment", "sweep_experiment",
-           "propagate_experiment", "null_stats"]
+           "propagate_experiment", "connectome_inputs", "null_stats"]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'kairo.reservoir' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -11,13 +11,11 @@ non-zero columns only for the input neurons, ``a`` is the leak rate, ``b`` the b
 is ``tanh`` or the identity. Many independent streams run as one batch: the state matrix is
 ``(n_neurons, n_streams)`` and each step is one sparse × dense product.
 
-Kernels were chosen by measurement (``benchmarks/reservoir_speed.py``; latest figures in
-docs/benchmarks.md). One run on this 2-core CPU, Winding matrix, 32 streams: float64 — SciPy
-907 µs/step, torch 1,233 µs; float32 — torch 461 µs, SciPy 551 µs; one stream — SciPy 60 µs,
-torch 70 µs; adult-fly size (50 M synapses, 8 streams, float32): torch 93 ms/step, SciPy
-157 ms. So on CPU
-``backend="auto"`` takes torch for batches (≥ 8 streams) in float32 or on matrices of ≥ 5 M
-synapses, SciPy otherwise; with CUDA available it always takes torch.
+Kernels were chosen by measurement (``benchmarks/reservoir_speed.py``, figures in
+docs/benchmarks.md): on a CPU SciPy's sparse product wins for one stream and in float64, torch's
+for batches in float32 and on adult-fly-sized graphs. So ``engine="auto"`` takes torch for
+batches (≥ 8 streams) in float32 or on matrices of ≥ 5 M synapses, SciPy otherwise; with CUDA
+available (and ``device`` not "cpu") it takes torch.
 """
 
 from __future__ import annotations
@@ -31,12 +29,10 @@ import scipy.sparse as sp
 from kairo._errors import KairoError
 from kairo._progress import progress
 from kairo.connectome import Connectome
+from kairo.reservoir._config import ACTIVATIONS, DTYPES, ENGINES, INPUT_WEIGHTS
 
-__all__ = ["Reservoir", "ACTIVATIONS", "BACKENDS", "INPUT_WEIGHTS"]
+__all__ = ["Reservoir", "ACTIVATIONS", "ENGINES", "INPUT_WEIGHTS"]
 
-ACTIVATIONS = ("tanh", "linear")
-BACKENDS = ("auto", "scipy", "torch")
-INPUT_WEIGHTS = ("uniform", "positive", "constant")
 _TORCH_MIN_STREAMS = 8
 _TORCH_MIN_NNZ = 5_000_000
 
@@ -72,10 +68,13 @@ class Reservoir:
         an explicit array of shape (n_inputs, n_input_neurons), used as given.
     seed : int or numpy Generator
         Seeds the input weights.
-    backend : {"auto", "scipy", "torch"}
+    engine : {"auto", "scipy", "torch"}
+        How each step is computed: SciPy's sparse product on the CPU, torch's (CPU or GPU),
+        or "auto" (see :meth:`resolve_engine`).
     dtype : {"float64", "float32"}
-    device : str, optional
-        torch device for the torch backend (default: "cuda" when available, else "cpu").
+    device : str
+        torch device of the torch engine: "auto" ("cuda" when available, else "cpu"), "cpu",
+        "cuda" or any torch device name.
 
     Attributes
     ----------
@@ -86,7 +85,7 @@ class Reservoir:
     def __init__(self, connectome, *, input_neurons, readout_neurons=None, n_inputs: int = 1,
                  activation: str = "tanh", leak: float = 1.0, input_gain: float = 1.0,
                  bias: float = 0.0, input_weights: str = "uniform", seed=None,
-                 backend: str = "auto", dtype: str = "float64", device: str | None = None):
+                 engine: str = "auto", dtype: str = "float64", device: str = "auto"):
         w = connectome.weights if isinstance(connectome, Connectome) else connectome
         if not sp.issparse(w):
             w = sp.csr_matrix(np.asarray(w))
@@ -104,9 +103,9 @@ class Reservoir:
                              f"{', '.join(ACTIVATIONS)}")
         if not (0.0 < leak <= 1.0):
             raise KairoError(f"leak must be in (0, 1], got {leak}")
-        if backend not in BACKENDS:
-            raise KairoError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
-        if dtype not in ("float64", "float32"):
+        if engine not in ENGINES:
+            raise KairoError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
+        if dtype not in DTYPES:
             raise KairoError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
         explicit = not isinstance(input_weights, str)
         if not explicit and input_weights not in INPUT_WEIGHTS:
@@ -123,7 +122,7 @@ class Reservoir:
         self.leak = float(leak)
         self.input_gain = float(input_gain)
         self.bias = float(bias)
-        self.backend = backend
+        self.engine = engine
         self.dtype = np.dtype(dtype)
         self.device = device
         rng = np.random.default_rng(seed)
@@ -161,12 +160,12 @@ class Reservoir:
     def n_readout(self) -> int:
         return self.readout_neurons.size
 
-    def resolve_backend(self, n_streams: int) -> str:
-        """The backend a run with ``n_streams`` streams uses."""
-        if self.backend != "auto":
-            return self.backend
+    def resolve_engine(self, n_streams: int) -> str:
+        """The engine a run with ``n_streams`` streams uses."""
+        if self.engine != "auto":
+            return self.engine
         try:
-            if _torch().cuda.is_available():
+            if self.device != "cpu" and _torch().cuda.is_available():
                 return "torch"
         except ImportError:  # pragma: no cover - torch is a dependency
             return "scipy"
@@ -207,7 +206,7 @@ class Reservoir:
         """
         u, single = self._check_inputs(u)
         n_steps, n_streams, _ = u.shape
-        backend = self.resolve_backend(n_streams)
+        engine = self.resolve_engine(n_streams)
         if x0 is None:
             x = np.zeros((self.n_neurons, n_streams), dtype=self.dtype)
         else:
@@ -217,7 +216,7 @@ class Reservoir:
                 raise KairoError(f"x0 must have shape ({n_streams}, {self.n_neurons}), "
                                  f"got {x0.shape}")
             x = np.ascontiguousarray(x0.T)
-        step = self._scipy_steps if backend == "scipy" else self._torch_steps
+        step = self._scipy_steps if engine == "scipy" else self._torch_steps
         starts = range(0, n_steps, chunk)
         bar = progress(starts, total=len(starts), desc="reservoir",
                        enabled=progress_bar if progress_bar is not None else
@@ -227,7 +226,7 @@ class Reservoir:
             block = u[s:s + chunk]
             out, state = step(block, state)
             yield s, (out[:, 0, :] if single else out)
-        self.last_state_ = np.asarray(state).T.copy() if backend == "scipy" else \
+        self.last_state_ = np.asarray(state).T.copy() if engine == "scipy" else \
             state.T.cpu().numpy().copy()
 
     def run(self, u, x0=None, *, washout: int = 0, progress_bar: bool | None = None
@@ -260,6 +259,12 @@ class Reservoir:
             out[t] = x.T if read_all else x[rd].T
         return out, x
 
+    def resolve_device(self) -> str:
+        """The torch device the torch engine runs on."""
+        if self.device != "auto":
+            return self.device
+        return "cuda" if _torch().cuda.is_available() else "cpu"
+
     def _torch_weights(self, device):
         torch = _torch()
         key = str(device)
@@ -279,7 +284,7 @@ class Reservoir:
 
     def _torch_steps(self, block: np.ndarray, x):
         torch = _torch()
-        device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
+        device = self.resolve_device()
         wt, inp, rd, dt = self._torch_weights(device)
         if isinstance(x, np.ndarray):
             x = torch.from_numpy(x).to(device=device, dtype=dt)

@@ -1,189 +1,73 @@
 """Reservoir experiments behind ``kairo reservoir …``: run, compare, sweep, propagate.
 
-Every experiment takes one frozen config, returns plain results (dicts and DataFrames) and
-leaves writing and plotting to the CLI layer (`kairo.reservoir._report`).
+Every experiment takes one frozen config and returns plain results (dicts and DataFrames);
+writing and plotting are the commands' (:mod:`kairo.reservoir._commands`). ``compare`` and
+``sweep`` score their conditions (the real connectome and every null replicate, at every swept
+value) in parallel through :func:`kairo._jobs.map_jobs`, with the same numbers as one by one:
+each condition draws from its own seed stream and is scored on one BLAS thread.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from kairo._errors import ConfigError
-from kairo._progress import progress
-from kairo.connectome import (NORMALIZATIONS, NULL_MODELS, SIGN_MODES, Connectome,
-                              load_connectome, null_model, prepare)
+from kairo._jobs import map_jobs, resolve_executor
+from kairo._stats import null_stats, wilcoxon_p
+from kairo.connectome import Connectome, load_connectome, null_model, prepare
 from kairo.connectome._io import REGISTERED
-from kairo.data import REGISTRY, data_dir, sha256sum
-from kairo.reservoir._esn import ACTIVATIONS, BACKENDS, INPUT_WEIGHTS, Reservoir
+from kairo.data import REGISTRY, data_dir
+from kairo.reservoir._config import (CompareConfig, PropagateConfig, ReservoirSettings,
+                                     RunConfig, SweepConfig)
+from kairo.reservoir._esn import Reservoir
 from kairo.reservoir._readout import StreamingRidgeCV
-from kairo.reservoir._tasks import (HEADLINE, TASKS, TaskData, accuracy, make_task,
-                                    memory_capacity, nrmse, r2)
+from kairo.reservoir._tasks import HEADLINE, TaskData, accuracy, make_task, memory_capacity, \
+    nrmse, r2
 
-__all__ = ["ReservoirSettings", "RunConfig", "CompareConfig", "SweepConfig",
-           "PropagateConfig", "load_for", "build_reservoir", "evaluate", "run_experiment",
-           "compare_experiment", "sweep_experiment", "propagate_experiment", "null_stats",
-           "data_provenance"]
+__all__ = ["load_for", "connectome_inputs", "build_reservoir", "evaluate", "run_experiment",
+           "compare_experiment", "sweep_experiment", "propagate_experiment"]
 
-
-def _one_of(name, value, options):
-    if value not in options:
-        raise ConfigError(f"{name} must be one of {', '.join(options)}; got {value!r}")
-
-
-# ---------------------------------------------------------------------------- configs
-@dataclass(frozen=True)
-class ReservoirSettings:
-    """How a connectome becomes a reservoir (shared by every reservoir command)."""
-
-    connectome: str = "winding2023"   # registered name or path (csv, npz, zip, folder)
-    compartment: str = "all"          # Winding 2023: all, aa, ad, da, dd
-    data_dir: str | None = None       # default: $KAIRO_DATA_DIR or the user cache dir
-    norm: str = "spectral"            # none, spectral, row, column
-    spectral_radius: float = 0.9      # target for norm=spectral
-    alpha: float = 1.0                # global gain applied after normalization
-    signs: str = "excitatory"         # excitatory, dale
-    inhibitory_fraction: float = 0.0  # for signs=dale
-    inhibitory_types: tuple[str, ...] = ()
-    activation: str = "tanh"          # tanh, linear
-    leak: float = 1.0
-    input_gain: float = 1.0
-    bias: float = 0.0
-    input_weights: str = "uniform"    # uniform, positive, constant
-    input_group: str = "sensory"      # neuron group receiving the input
-    readout_group: str = "all"        # neuron group the readout reads
-    backend: str = "auto"             # auto, scipy, torch
-    dtype: str = "float64"
-    seed: int = 0
-
-    def validate(self) -> None:
-        _one_of("norm", self.norm, NORMALIZATIONS)
-        _one_of("signs", self.signs, tuple(s for s in SIGN_MODES if s != "keep"))
-        _one_of("activation", self.activation, ACTIVATIONS)
-        _one_of("backend", self.backend, BACKENDS)
-        _one_of("input_weights", self.input_weights, INPUT_WEIGHTS)
-        _one_of("dtype", self.dtype, ("float64", "float32"))
-        if not 0 < self.leak <= 1:
-            raise ConfigError(f"leak must be in (0, 1], got {self.leak}")
-        for k in ("spectral_radius", "alpha", "input_gain", "bias", "inhibitory_fraction"):
-            if not np.isfinite(getattr(self, k)):
-                raise ConfigError(f"{k} must be a finite number, got {getattr(self, k)}")
-        if self.spectral_radius <= 0:
-            raise ConfigError(f"spectral_radius must be > 0, got {self.spectral_radius}")
-
-
-@dataclass(frozen=True)
-class RunConfig(ReservoirSettings):
-    """One reservoir on one task."""
-
-    task: str = "memory-capacity"
-    n_train: int = 4000
-    n_test: int = 1000
-    washout: int = 500
-    max_delay: int = 100     # memory-capacity
-    horizon: int | None = None  # mackey-glass (default 84), lorenz (default 25)
-    period: int = 8          # sine-square
-    cv: int = 5              # folds for choosing the ridge penalty
-    readout: str = "ridge"   # ridge, logistic (classification tasks)
-
-    def validate(self) -> None:
-        super().validate()
-        _one_of("task", self.task, tuple(TASKS))
-        _one_of("readout", self.readout, ("ridge", "logistic"))
-        if self.readout == "logistic" and TASKS[self.task] is not TASKS["sine-square"]:
-            raise ConfigError("readout=logistic needs a classification task (sine-square)")
-        for k in ("n_train", "n_test", "cv", "max_delay"):
-            if getattr(self, k) < 1:
-                raise ConfigError(f"{k} must be ≥ 1, got {getattr(self, k)}")
-        if self.washout < 0:
-            raise ConfigError(f"washout must be ≥ 0, got {self.washout}")
-        if self.period < 2:
-            raise ConfigError(f"period must be ≥ 2, got {self.period}")
-        if self.horizon is not None and self.horizon < 1:
-            raise ConfigError(f"horizon must be ≥ 1, got {self.horizon}")
-
-
-@dataclass(frozen=True)
-class CompareConfig(RunConfig):
-    """The real connectome against null models on one task."""
-
-    nulls: int = 20
-    null_models: tuple[str, ...] = tuple(NULL_MODELS)
-
-    def validate(self) -> None:
-        super().validate()
-        if self.nulls < 2:
-            raise ConfigError(f"nulls must be ≥ 2 to estimate a spread, got {self.nulls}")
-        for k in self.null_models:
-            _one_of("null_models entry", k, tuple(NULL_MODELS))
-        if not self.null_models:
-            raise ConfigError("null_models must name at least one null model")
-
-
-SWEEP_PARAMS = ("alpha", "spectral_radius", "leak", "input_gain", "bias")
-
-
-@dataclass(frozen=True)
-class SweepConfig(CompareConfig):
-    """A metric against one parameter, real connectome vs null models."""
-
-    param: str = "alpha"
-    values: tuple[float, ...] = (0.1, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0)
-    nulls: int = 3
-    null_models: tuple[str, ...] = ("rewire", "gaussian")
-
-    def validate(self) -> None:
-        super().validate()
-        _one_of("param", self.param, SWEEP_PARAMS)
-        if not self.values:
-            raise ConfigError("values must hold at least one number")
-
-
-@dataclass(frozen=True)
-class PropagateConfig:
-    """Stimulate left or right sensory neurons and watch descending neurons respond."""
-
-    connectome: str = "winding2023"
-    compartment: str = "all"
-    data_dir: str | None = None
-    norms: tuple[str, ...] = ("spectral", "row")
-    spectral_radius: float = 0.9
-    activation: str = "tanh"
-    steps: int = 20
-    stimulus: float = 1.0
-    stim_group: str = "sensory"
-    record_groups: tuple[str, ...] = ("DN-VNC", "DN-SEZ")
-    convention: str = "pre-to-post"   # or "reversed" (post → pre, not the biological flow)
-    seed: int = 0
-
-    def validate(self) -> None:
-        for n in self.norms:
-            _one_of("norms entry", n, NORMALIZATIONS)
-        _one_of("activation", self.activation, ACTIVATIONS)
-        _one_of("convention", self.convention, ("pre-to-post", "reversed"))
-        if self.steps < 1:
-            raise ConfigError(f"steps must be ≥ 1, got {self.steps}")
+log = logging.getLogger(__name__)
 
 
 # ---------------------------------------------------------------------------- building
+# the last connectome loaded, by what was read: a series of runs in one process (the demo, the
+# tests) parses the archive once (connectomes never change, so sharing one is safe)
+_LOADED: dict = {}
+
+
 def load_for(cfg) -> Connectome:
-    return load_connectome(cfg.connectome, data_dir=cfg.data_dir, compartment=cfg.compartment)
+    """The connectome a config names (``connectome``, ``compartment``, ``data_dir``)."""
+    try:
+        stamp = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns)
+                      for p in map(Path, connectome_inputs(cfg).values()))
+    except OSError:                               # not there yet: the loader fetches it
+        stamp = None
+    key = (cfg.connectome, cfg.compartment, cfg.data_dir, stamp)
+    if stamp is None or key not in _LOADED:
+        c = load_connectome(cfg.connectome, data_dir=cfg.data_dir or None,
+                            compartment=cfg.compartment)
+        if stamp is None:
+            return c
+        _LOADED.clear()
+        _LOADED[key] = c
+    return _LOADED[key]
 
 
-def data_provenance(cfg) -> dict[str, dict]:
-    """Files (with SHA-256) that the config's connectome was read from."""
+def connectome_inputs(cfg) -> dict[str, Path]:
+    """``{label: path}`` of the files the config's connectome is read from (for run.json)."""
     if cfg.connectome in REGISTERED and cfg.connectome in REGISTRY:
-        spec = REGISTRY[cfg.connectome]
-        p = data_dir(cfg.data_dir) / spec.relpath
-        return {cfg.connectome: {"path": str(p), "sha256": spec.sha256, "verified": True}}
+        return {cfg.connectome: data_dir(cfg.data_dir or None) / REGISTRY[cfg.connectome].relpath}
     p = Path(cfg.connectome)
     files = sorted(p.rglob("*.csv")) if p.is_dir() else [p]
-    return {str(f): {"path": str(f), "sha256": sha256sum(f)} for f in files if f.is_file()}
+    return {str(f): f for f in files if f.is_file()}
 
 
 def _prepared(raw: Connectome, cfg: ReservoirSettings, *, signs: str | None = None,
@@ -209,8 +93,14 @@ def build_reservoir(c: Connectome, cfg: ReservoirSettings, n_inputs: int, **over
                      readout_neurons=c.group(s.readout_group), n_inputs=n_inputs,
                      activation=s.activation, leak=s.leak, input_gain=s.input_gain,
                      bias=s.bias, input_weights=s.input_weights,
-                     seed=np.random.default_rng(_seed(s.seed, "input")), backend=s.backend,
-                     dtype=s.dtype)
+                     seed=np.random.default_rng(_seed(s.seed, "input")), engine=s.engine,
+                     dtype=s.dtype, device=s.device)
+
+
+def _resolved(res: Reservoir) -> dict:
+    """What the config's "auto" engine and device became (for run.json)."""
+    engine = res.resolve_engine(1)
+    return {"engine": engine, **({"device": res.resolve_device()} if engine == "torch" else {})}
 
 
 def task_for(cfg: RunConfig) -> TaskData:
@@ -287,6 +177,8 @@ def headline(task: str) -> tuple[str, bool]:
 
 
 def run_experiment(cfg: RunConfig, raw: Connectome | None = None) -> dict:
+    """One reservoir on one task: its metrics, plus the test targets and predictions under
+    ``_y``/``_y_hat`` and what "auto" resolved to under ``_resolved``."""
     raw = raw if raw is not None else load_for(cfg)
     c = _prepared(raw, cfg)
     data = task_for(cfg)
@@ -294,89 +186,134 @@ def run_experiment(cfg: RunConfig, raw: Connectome | None = None) -> dict:
     m = evaluate(res, data, cv=cfg.cv, readout=cfg.readout, keep_predictions=True)
     m["connectome"] = repr(c)
     m["n_input_neurons"] = int(res.input_neurons.size)
+    m["_resolved"] = _resolved(res)
     return m
 
 
 # ---------------------------------------------------------------------------- nulls
-def null_stats(real: float, nulls: np.ndarray, higher_is_better: bool) -> dict:
-    """Mean ± sd of the nulls, z-score of the real value, empirical p-values.
-
-    ``p_better`` is the one-sided empirical p for "the real wiring is better than this null":
-    (1 + #nulls at least as good as real) / (n + 1) (Phipson & Smyth 2010). ``p_two_sided``
-    counts nulls at least as far from the null mean as the real value.
-    """
-    nulls = np.asarray(nulls, dtype=float)
-    mean, sd = float(nulls.mean()), float(nulls.std(ddof=1)) if nulls.size > 1 else float("nan")
-    z = (real - mean) / sd if sd > 0 else float("nan")
-    as_good = (nulls >= real) if higher_is_better else (nulls <= real)
-    far = np.abs(nulls - mean) >= abs(real - mean)
-    return {"real": float(real), "null_mean": mean, "null_sd": sd, "z": z,
-            "p_better": (1 + int(as_good.sum())) / (nulls.size + 1),
-            "p_two_sided": (1 + int(far.sum())) / (nulls.size + 1), "n_nulls": int(nulls.size),
-            "real_better_than_null_mean": bool(real > mean if higher_is_better else real < mean)}
-
-
 def _null_seeds(seed: int, kinds, n: int) -> dict[str, list[np.random.SeedSequence]]:
     base = _seed(seed, "nulls").spawn(len(kinds))
     return {k: s.spawn(n) for k, s in zip(kinds, base)}
 
 
-def _conditions(raw: Connectome, cfg: CompareConfig):
-    """Yield (kind, replicate, raw-level connectome, signs) for the real connectome and then
-    every null replicate (built lazily, each from its own seed stream)."""
-    yield "real", 0, raw, None
+@dataclass(frozen=True)
+class _Condition:
+    """The real connectome or one null replicate. ``seed`` set: the null is drawn from
+    ``graph`` (the raw connectome) inside the job; else ``graph`` is scored as it is."""
+
+    kind: str
+    replicate: int
+    graph: Connectome
+    seed: np.random.SeedSequence | None = None
+
+    def drawn(self) -> _Condition:
+        if self.seed is None:
+            return self
+        return _Condition(self.kind, self.replicate,
+                          null_model(self.graph, self.kind, np.random.default_rng(self.seed)))
+
+
+def _conditions(raw: Connectome, cfg: CompareConfig) -> list[_Condition]:
+    """The real connectome, then every null replicate (each from its own seed stream, drawn
+    where it is scored)."""
     seeds = _null_seeds(cfg.seed, cfg.null_models, cfg.nulls)
-    for kind in cfg.null_models:
-        for i, ss in enumerate(seeds[kind]):
-            # the Gaussian ESN is signed by construction; everything else gets cfg.signs
-            yield (kind, i, null_model(raw, kind, np.random.default_rng(ss)),
-                   "keep" if kind == "gaussian" else None)
+    return [_Condition("real", 0, raw),
+            *(_Condition(kind, i, raw, ss) for kind in cfg.null_models
+              for i, ss in enumerate(seeds[kind]))]
 
 
-def _score(graph: Connectome, cfg: RunConfig, data: TaskData, signs, **override) -> dict:
-    """Preprocess a raw-level graph, build its reservoir and evaluate it on ``data``."""
-    c = _prepared(graph, cfg, signs=signs, **override)
-    res = build_reservoir(c, cfg, n_inputs=data.u.shape[1], **override)
-    return {**evaluate(res, data, cv=cfg.cv, readout=cfg.readout), "connectome": repr(c)}
+@dataclass(frozen=True)
+class _Job:
+    """One scoring: a condition on the task, optionally at a swept parameter value."""
+
+    cfg: RunConfig
+    data: TaskData
+    condition: _Condition
+    override: tuple[tuple[str, float], ...] = ()
+
+
+# Every condition is scored on one BLAS/torch thread, wherever it runs: the parallelism is
+# across conditions (several workers each using every core would only contend for them), and a
+# multi-threaded BLAS sums in another order, so one thread also makes the numbers the same for
+# any number of workers and on any machine.
+_JOB_THREADS = 1
+
+
+@contextlib.contextmanager
+def _thread_limit(threads: int):
+    import sys
+
+    torch = sys.modules.get("torch")
+    before = torch.get_num_threads() if torch is not None else None
+    if torch is not None:
+        torch.set_num_threads(threads)
+    try:
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=threads):
+            yield
+    finally:
+        if torch is not None:
+            torch.set_num_threads(before)
+
+
+def _score_job(job: _Job) -> dict:
+    """Score one condition (module-level, so worker processes can run it)."""
+    cond = job.condition.drawn()
+    # the Gaussian ESN is signed by construction; everything else gets cfg.signs
+    signs = "keep" if cond.kind == "gaussian" else None
+    override = dict(job.override)
+    c = _prepared(cond.graph, job.cfg, signs=signs, **override)
+    res = build_reservoir(c, job.cfg, n_inputs=job.data.u.shape[1], **override)
+    if res.resolve_engine(1) == "torch":
+        import torch  # noqa: F401  (imported before the limit, so the limit covers it)
+    with _thread_limit(_JOB_THREADS):
+        m = evaluate(res, job.data, cv=job.cfg.cv, readout=job.cfg.readout)
+    return {**m, "connectome": repr(c), "_resolved": _resolved(res)}
+
+
+def _score_all(cfg: CompareConfig, jobs: list[_Job], desc: str) -> list[dict]:
+    kind, workers = resolve_executor(cfg.executor, cfg.workers, len(jobs))
+    log.info("%s: %d conditions, %s with %d worker(s)", desc, len(jobs), kind, workers)
+    return map_jobs(_score_job, jobs, workers=workers, executor=kind, desc=desc)
 
 
 def compare_experiment(cfg: CompareConfig, raw: Connectome | None = None) -> dict:
+    """The real connectome against ``cfg.nulls`` replicates of each null model on one task:
+    a row per condition (``table``) and the real value against each null (``summary``)."""
     raw = raw if raw is not None else load_for(cfg)
     data = task_for(cfg)
     metric, higher = headline(cfg.task)
-    rows = []
-    total = 1 + cfg.nulls * len(cfg.null_models)
-    for kind, i, graph, signs in progress(_conditions(raw, cfg), total=total, desc="compare"):
-        m = _score(graph, cfg, data, signs)
-        rows.append({"model": kind, "replicate": i, metric: m[metric],
-                     "ridge_alpha": m.get("ridge_alpha")})
-        if kind == "real":
-            prepared = m["connectome"]
-    table = pd.DataFrame(rows)
+    conds = _conditions(raw, cfg)
+    scores = _score_all(cfg, [_Job(cfg, data, c) for c in conds], "compare")
+    table = pd.DataFrame([{"model": c.kind, "replicate": c.replicate, metric: m[metric],
+                           "ridge_alpha": m.get("ridge_alpha")} for c, m in zip(conds, scores)])
     real = float(table.loc[table.model == "real", metric].iloc[0])
     summary = {kind: null_stats(real, table.loc[table.model == kind, metric].to_numpy(), higher)
                for kind in cfg.null_models}
     return {"metric": metric, "higher_is_better": higher, "real": real, "table": table,
-            "summary": summary, "connectome": prepared}
+            "summary": summary, "connectome": scores[0]["connectome"],
+            "resolved": scores[0]["_resolved"]}
 
 
 def sweep_experiment(cfg: SweepConfig, raw: Connectome | None = None) -> dict:
+    """A metric against ``cfg.param`` at each of ``cfg.values``, for the real connectome and
+    the null replicates: a row per (value, condition) (``table``), mean ± sd per value and
+    model (``curves``)."""
     raw = raw if raw is not None else load_for(cfg)
     data = task_for(cfg)
     metric, higher = headline(cfg.task)
-    rows = []
     # nulls are drawn once and reused across the sweep, so curves differ only by the parameter
-    conds = list(_conditions(raw, cfg))
-    work = [(v, cond) for v in cfg.values for cond in conds]
-    for v, (kind, i, graph, signs) in progress(work, desc="sweep"):
-        m = _score(graph, cfg, data, signs, **{cfg.param: v})
-        rows.append({cfg.param: v, "model": kind, "replicate": i, metric: m[metric],
-                     "ridge_alpha": m.get("ridge_alpha")})
-    table = pd.DataFrame(rows)
+    conds = [c.drawn() for c in _conditions(raw, cfg)]
+    work = [(v, c) for v in cfg.values for c in conds]
+    scores = _score_all(cfg, [_Job(cfg, data, c, ((cfg.param, v),)) for v, c in work], "sweep")
+    table = pd.DataFrame([{cfg.param: v, "model": c.kind, "replicate": c.replicate,
+                           metric: m[metric], "ridge_alpha": m.get("ridge_alpha")}
+                          for (v, c), m in zip(work, scores)])
     curves = (table.groupby([cfg.param, "model"])[metric]
               .agg(["mean", "std", "count"]).reset_index())
     return {"metric": metric, "higher_is_better": higher, "param": cfg.param, "table": table,
-            "curves": curves}
+            "curves": curves, "resolved": scores[0]["_resolved"]}
 
 
 # ---------------------------------------------------------------------------- propagate
@@ -401,7 +338,7 @@ def propagate_experiment(cfg: PropagateConfig, raw: Connectome | None = None) ->
         win[0, :stim["L"].size] = 1.0
         win[1, stim["L"].size:] = 1.0
         res = Reservoir(w, input_neurons=inp, n_inputs=2, activation=cfg.activation,
-                        input_weights=win, backend="scipy")
+                        input_weights=win, engine="scipy")
         u = np.zeros((cfg.steps, 2, 2))
         u[:, 0, 0] = cfg.stimulus
         u[:, 1, 1] = cfg.stimulus
@@ -461,7 +398,7 @@ def _propagate_hypotheses(cfg, raw, table, final, rec) -> dict:
             left, right = final[norm, sstim, g0, "L"], final[norm, sstim, g0, "R"]
             value = {**dict(zip(ids[rec[g0, "L"]], left)), **dict(zip(ids[rec[g0, "R"]], right))}
             diff = np.array([value[a] - value[b] for a, b in pairs])
-            p = float(stats.wilcoxon(diff).pvalue) if np.any(diff != 0) else 1.0
+            p = wilcoxon_p(diff) if np.any(diff != 0) else 1.0
             contra = "L" if sstim == "R" else "R"
             cm = float(left.mean() if contra == "L" else right.mean())
             im = float(right.mean() if contra == "L" else left.mean())

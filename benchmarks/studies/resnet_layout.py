@@ -11,7 +11,7 @@ the layout from everything else that differs from tsai's model, and is the evide
 
 Usage::
 
-    python benchmarks/resnet_layout.py [--repeats 5] [--threads 2] [--out PATH]
+    python benchmarks/studies/resnet_layout.py [--repeats 5] [--threads 2] [--out PATH]
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))     # benchmarks/: _common
 from _common import atomic_write_json, loadavg  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
 class PlainBlock(nn.Module):
@@ -86,7 +86,7 @@ def main(argv=None) -> int:
     cfg = dict(FULL, repeats=args.repeats)
 
     def build_kairo(layout="auto"):
-        model = build_classifier(ModelConfig(encoder="resnet", layers=3, pool="mean"), 1,
+        model = build_classifier(ModelConfig(encoder="resnet", blocks=3, pool="mean"), 1,
                                  cfg["n_classes"], cfg["length"])
         model.encoder.layout = layout
         return model
@@ -107,13 +107,16 @@ def main(argv=None) -> int:
     if max(diff.values()) > 1e-4:
         print(f"kairo's layouts and the [B, C, T] copy differ: max |Δ| {diff}", file=sys.stderr)
         return 1
-    env = environment()          # imported torch and the encoders: both fields are there
+    from kairo.attention import resnet_layout
+
+    env = environment()          # torch is imported: its kernels are recorded
     res = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-           "command": "python benchmarks/resnet_layout.py " + " ".join(argv or sys.argv[1:]),
+           "command": "python benchmarks/studies/resnet_layout.py "
+                      + " ".join(argv or sys.argv[1:]),
            "machine": {**env, "cpu_model": env["cpu"],
                        "cpu_capability": env["torch_cpu_capability"],
                        "torch_num_threads": torch.get_num_threads()},
-           "auto_layout": env["resnet_auto_layout"],
+           "auto_layout": resnet_layout("auto"),
            "setup": "kairo ResNet (default config, 3 blocks, kernels 8-5-3) with layout "
                     "channels_last and bct, and a plain [B, C, T] copy with its weights; "
                     "attention_speed.py's timer (x [64, 1, 700], train and inference steps, "

@@ -1,4 +1,4 @@
-"""benchmarks/keras_defaults.py: the pre-registered rule for making Keras's head and
+"""benchmarks/studies/keras_defaults.py: the pre-registered rule for making Keras's head and
 initialisation the ResNet default, on made-up runs and on the committed tables."""
 
 from __future__ import annotations
@@ -10,10 +10,12 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+pytestmark = pytest.mark.study
+
 
 @pytest.fixture(scope="module")
 def bench(load_benchmark):
-    return load_benchmark("keras_defaults")
+    return load_benchmark("studies/keras_defaults")
 
 
 def _runs(hits, n):

@@ -1,15 +1,16 @@
-"""benchmarks/resnet_bn_stats.py's adoption rules (fixed before its runs) on made-up summaries."""
+"""benchmarks/studies/resnet_bn_stats.py's adoption rules (fixed before its runs) on made-up
+summaries."""
 
 from __future__ import annotations
 
-
 import pytest
 
+pytestmark = pytest.mark.study
 
 
 @pytest.fixture(scope="module")
 def bench(load_benchmark):
-    return load_benchmark("resnet_bn_stats")
+    return load_benchmark("studies/resnet_bn_stats")
 
 
 def _summary(bench, series: dict, n_test: int = 100) -> dict:
@@ -57,16 +58,16 @@ def test_paired_run_scores_the_running_averages_whatever_the_default(bench):
     import dataclasses
 
     from kairo.attention import _compare, _train
-    from kairo.attention._configs import ModelConfig, TrainConfig
+    from kairo.attention import ModelConfig, TrainConfig
 
-    model = ModelConfig(encoder="resnet", pool="mean", d_model=8, layers=1)
+    model = ModelConfig(encoder="resnet", pool="mean", d_model=8, blocks=1)
     train = TrainConfig(epochs=2, batch=16, val_fraction=0.0, seed=0, threads=1)
     assert train.bn_stats == "recompute"                       # the default
     row = bench.paired_run({"dataset": "GunPoint", "model": dataclasses.asdict(model),
                             "train": dataclasses.asdict(train), "threads": 1,
                             "mnist1d_length": 40})
     tr, te = _compare._data("GunPoint", 40)
-    quiet = dict(log=lambda *_: None, progress_bar=False)
+    quiet = dict(progress_bar=False)
     as_trained = _train.fit(model, dataclasses.replace(train, bn_stats="running"), tr, **quiet)
     recomputed = _train.fit(model, train, tr, **quiet)
     assert row["running"] == _train.evaluate(as_trained["model"], te)["accuracy"]

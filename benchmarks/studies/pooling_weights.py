@@ -10,9 +10,9 @@ model's pooling weights over its whole test split with ``kairo tsc maps`` (``poo
 
 Every run is ``kairo tsc train`` then ``kairo tsc maps`` through the CLI, one process per run.
 
-    python benchmarks/pooling_weights.py --seeds 0,1,2 \
+    python benchmarks/studies/pooling_weights.py --seeds 0,1,2 \
         --out benchmarks/results/pooling_weights.json            # 48 models, ~19 min on 2 cores
-    python benchmarks/pooling_weights.py --quick          # ItalyPowerDemand, 3 epochs: smoke run
+    python benchmarks/studies/pooling_weights.py --quick  # ItalyPowerDemand, 3 epochs: smoke run
 """
 
 from __future__ import annotations
@@ -25,14 +25,14 @@ from concurrent.futures import ProcessPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))     # benchmarks/: _common
 from _common import atomic_write_json, loadavg  # noqa: E402
 
 DATASETS = ("GunPoint", "ArrowHead", "ItalyPowerDemand", "JapaneseVowels")
 # the options of docs/attention.md's compare-pooling commands
-OPTIONS = ["--layers", "2", "--d-model", "64", "--tokens", "step", "--lr", "2e-3",
+OPTIONS = ["--blocks", "2", "--d-model", "64", "--tokens", "step", "--lr", "2e-3",
            "--epochs", "300", "--patience", "100"]
-QUICK = ["--layers", "1", "--d-model", "16", "--n-heads", "2", "--epochs", "3",
+QUICK = ["--blocks", "1", "--d-model", "16", "--n-heads", "2", "--epochs", "3",
          "--patience", "0"]
 
 
@@ -52,7 +52,7 @@ def one_run(job: dict) -> dict:
                *job["options"], *extra, "--out", str(out / "train")])
     if rc != 0:
         raise RuntimeError(f"kairo tsc train failed for {job}")
-    rc = main(["tsc", "maps", "--model", str(out / "train" / "model.pt"), "--samples", "0",
+    rc = main(["tsc", "maps", "--model", str(out / "train" / "model.pt"), "--series", "0",
                "--out", str(out / "maps")])
     if rc != 0:
         raise RuntimeError(f"kairo tsc maps failed for {job}")
@@ -114,7 +114,7 @@ def main(argv=None) -> int:
               f"({r['peak_ratio_max']:.2f})")
     result = {"benchmark": "pooling_weights",
               "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-              "command": "python benchmarks/pooling_weights.py "
+              "command": "python benchmarks/studies/pooling_weights.py "
                          + " ".join(sys.argv[1:] if argv is None else argv),
               "options": options, "quick": args.quick, "machine": environment(),
               "loadavg_before": load0, "loadavg_after": loadavg(), "runs": runs}

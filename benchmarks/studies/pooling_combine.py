@@ -6,7 +6,7 @@ trained them all.
 
 Usage::
 
-    python benchmarks/pooling_combine.py RUN_DIR [RUN_DIR ...] --out OUT_DIR
+    python benchmarks/studies/pooling_combine.py RUN_DIR [RUN_DIR ...] --out OUT_DIR
 
 Writes OUT_DIR/runs.csv, summary.csv, tests.csv, pooling.png and sources.json (the folders and
 each one's config.yaml, so differing settings stay visible).

@@ -1,62 +1,94 @@
-"""Tables, figures and text for the reservoir commands (written into a `ResultsDir`)."""
+"""``kairo reservoir propagate | run | compare | sweep``: each command's experiment and what it
+writes (tables, figures, metrics) into its results folder.
+
+Importable without NumPy, pandas or Matplotlib: the run functions import them.
+"""
 
 from __future__ import annotations
 
-import matplotlib
+from kairo._app import Command
+from kairo.reservoir._config import CompareConfig, PropagateConfig, RunConfig, SweepConfig
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-__all__ = ["write_run", "write_compare", "write_sweep", "write_propagate"]
+__all__ = ["COMMANDS"]
 
 _COLORS = {"real": "black", "rewire": "tab:blue", "weight-shuffle": "tab:orange",
            "random-topology": "tab:green", "gaussian": "tab:red"}
 
 
-def _public(m: dict) -> dict:
-    return {k: v for k, v in m.items() if not k.startswith("_")}
+def _figure(**kw):
+    # a bare Figure needs no pyplot backend (nothing is shown, so no display is needed)
+    from matplotlib.figure import Figure
+
+    return Figure(**kw)
 
 
-def write_run(rd, cfg, m: dict) -> str:
-    rd.write_json("metrics.json", _public(m))
+def _inputs(cfg) -> dict:
+    from kairo.reservoir import connectome_inputs
+
+    return connectome_inputs(cfg)
+
+
+def _record(rd, resolved: dict) -> None:
+    for name, value in resolved.items():
+        rd.resolve(name, value)
+
+
+# ---------------------------------------------------------------------------- run
+def _run(cfg: RunConfig, rd) -> str:
+    import numpy as np
+    import pandas as pd
+
+    from kairo.reservoir import run_experiment
+
+    m = run_experiment(cfg)
+    _record(rd, m["_resolved"])
+    rd.add("metrics.json", {k: v for k, v in m.items() if not k.startswith("_")})
     y, y_hat = m["_y"], m["_y_hat"]
     if cfg.task == "memory-capacity":
-        fig, ax = plt.subplots(figsize=(6, 3.5))
+        fig = _figure(figsize=(6, 3.5))
+        ax = fig.subplots()
         curve = np.asarray(m["mc_curve"])
         ax.plot(np.arange(1, curve.size + 1), curve, "k.-", ms=3)
         ax.set(xlabel="delay k", ylabel="r²(u(t−k), ŷ_k(t))",
                title=f"memory capacity MC = {m['mc']:.2f} ({cfg.norm} norm)")
-        rd.save_figure(fig, "memory_curve.png")
-        rd.write_table("memory_curve.csv", pd.DataFrame({"delay": np.arange(1, curve.size + 1),
-                                                         "r2": curve}))
+        rd.add("memory_curve.png", fig)
+        rd.add("memory_curve.csv", pd.DataFrame({"delay": np.arange(1, curve.size + 1),
+                                                 "r2": curve}))
         text = f"MC = {m['mc']:.3f}"
     else:
         n = min(300, y.shape[0])
         cols = {f"y{j}": y[:n, j] for j in range(y.shape[1])}
         cols.update({f"y_hat{j}": y_hat[:n, j] for j in range(y_hat.shape[1])})
-        rd.write_table("test_predictions.csv", pd.DataFrame(cols))
-        fig, ax = plt.subplots(figsize=(8, 3.5))
+        rd.add("test_predictions.csv", pd.DataFrame(cols))
+        fig = _figure(figsize=(8, 3.5))
+        ax = fig.subplots()
         ax.plot(y[:n, 0], "k-", lw=1.2, label="target")
         ax.plot(y_hat[:n, 0], "-", color="tab:red", lw=1, label="readout")
         key = "accuracy" if "accuracy" in m else "nrmse"
         ax.set(xlabel="test step", title=f"{cfg.task}: {key} = {m[key]:.4g} ({cfg.norm} norm)")
         ax.legend(loc="upper right")
-        rd.save_figure(fig, "test_predictions.png")
+        rd.add("test_predictions.png", fig)
         text = f"{key} = {m[key]:.4g}" + (f", R² = {m['r2']:.4f}" if "r2" in m else "")
     return f"{cfg.task} on {m['connectome']}: {text}"
 
 
-def write_compare(rd, cfg, r: dict) -> str:
+# ---------------------------------------------------------------------------- compare
+def _compare(cfg: CompareConfig, rd) -> str:
+    import numpy as np
+    import pandas as pd
+
+    from kairo.reservoir import compare_experiment
+
+    r = compare_experiment(cfg)
+    _record(rd, r["resolved"])
     metric, table = r["metric"], r["table"]
-    rd.write_table("runs.csv", table)
-    summ = pd.DataFrame([{"null_model": k, **v} for k, v in r["summary"].items()])
-    rd.write_table("summary.csv", summ)
-    rd.write_json("metrics.json", {"metric": metric, "higher_is_better": r["higher_is_better"],
-                                   "real": r["real"], "summary": r["summary"],
-                                   "connectome": r["connectome"]})
-    fig, ax = plt.subplots(figsize=(7, 4))
+    rd.add("runs.csv", table)
+    rd.add("summary.csv", pd.DataFrame([{"null_model": k, **v} for k, v in r["summary"].items()]))
+    rd.add("metrics.json", {"metric": metric, "higher_is_better": r["higher_is_better"],
+                            "real": r["real"], "summary": r["summary"],
+                            "connectome": r["connectome"]})
+    fig = _figure(figsize=(7, 4))
+    ax = fig.subplots()
     kinds = list(r["summary"])
     rng = np.random.default_rng(0)
     for i, k in enumerate(kinds):
@@ -71,7 +103,7 @@ def write_compare(rd, cfg, r: dict) -> str:
     ax.set(ylabel=metric, title=f"{cfg.task}: real connectome vs null models "
                                 f"({cfg.nulls} each, {cfg.norm} norm)")
     ax.legend(loc="best", fontsize=8)
-    rd.save_figure(fig, "compare.png")
+    rd.add("compare.png", fig)
     lines = [f"{cfg.task} ({metric}, {'higher' if r['higher_is_better'] else 'lower'} is "
              f"better): real = {r['real']:.4g}"]
     for k, s in r["summary"].items():
@@ -80,13 +112,19 @@ def write_compare(rd, cfg, r: dict) -> str:
     return "\n".join(lines)
 
 
-def write_sweep(rd, cfg, r: dict) -> str:
+# ---------------------------------------------------------------------------- sweep
+def _sweep(cfg: SweepConfig, rd) -> str:
+    from kairo.reservoir import sweep_experiment
+
+    r = sweep_experiment(cfg)
+    _record(rd, r["resolved"])
     metric, param, curves = r["metric"], r["param"], r["curves"]
-    rd.write_table("runs.csv", r["table"])
-    rd.write_table("curves.csv", curves)
-    rd.write_json("metrics.json", {"metric": metric, "param": param,
-                                   "curves": curves.to_dict(orient="records")})
-    fig, ax = plt.subplots(figsize=(7, 4))
+    rd.add("runs.csv", r["table"])
+    rd.add("curves.csv", curves)
+    rd.add("metrics.json", {"metric": metric, "param": param,
+                            "curves": curves.to_dict(orient="records")})
+    fig = _figure(figsize=(7, 4))
+    ax = fig.subplots()
     for model, g in curves.groupby("model", sort=False):
         g = g.sort_values(param)
         c = _COLORS.get(model)
@@ -97,24 +135,28 @@ def write_sweep(rd, cfg, r: dict) -> str:
     ax.set(xlabel=param, ylabel=metric, title=f"{cfg.task}: {metric} vs {param} "
                                               f"({cfg.norm} norm; bands ±1 sd of nulls)")
     ax.legend(fontsize=8)
-    rd.save_figure(fig, "sweep.png")
+    rd.add("sweep.png", fig)
     real = curves[curves.model == "real"].sort_values(param)
     best = real.loc[real["mean"].idxmax() if r["higher_is_better"] else real["mean"].idxmin()]
     return (f"{metric} vs {param}: best real value {best['mean']:.4g} at {param} = "
             f"{best[param]:g}")
 
 
-def write_propagate(rd, cfg, r: dict) -> str:
+# ---------------------------------------------------------------------------- propagate
+def _propagate(cfg: PropagateConfig, rd) -> str:
+    from kairo.reservoir import propagate_experiment
+
+    r = propagate_experiment(cfg)
     table = r["table"]
-    rd.write_table("activity.csv", table)
-    rd.write_json("hypotheses.json", {"convention": r["convention"], **r["hypotheses"]})
+    rd.add("activity.csv", table)
+    rd.add("hypotheses.json", {"convention": r["convention"], **r["hypotheses"]})
     wide = table.pivot_table(index=["norm", "stimulated", "step"], columns=["group", "side"],
                              values="mean_activity")
     wide.columns = [f"{g}_{s}" for g, s in wide.columns]
-    rd.write_table("activity_wide.csv", wide.reset_index())
+    rd.add("activity_wide.csv", wide.reset_index())
     norms = list(dict.fromkeys(table.norm))
-    fig, axes = plt.subplots(len(norms), 2, figsize=(10, 3.2 * len(norms)), squeeze=False,
-                             sharex=True)
+    fig = _figure(figsize=(10, 3.2 * len(norms)))
+    axes = fig.subplots(len(norms), 2, squeeze=False, sharex=True)
     styles = {"L": "-", "R": "--"}
     for i, norm in enumerate(norms):
         for j, stim in enumerate(("L", "R")):
@@ -128,7 +170,7 @@ def write_propagate(rd, cfg, r: dict) -> str:
                    ylabel="mean activity")
             ax.legend(fontsize=7)
     fig.suptitle(f"direction convention: {r['convention']}", fontsize=9)
-    rd.save_figure(fig, "propagate.png")
+    rd.add("propagate.png", fig)
     h = r["hypotheses"]
     lines = [f"convention: {r['convention']}"]
     if "row_reaches_dn_better_than_spectral" in h:
@@ -136,13 +178,33 @@ def write_propagate(rd, cfg, r: dict) -> str:
         lines.append(f"H1 '{a['claim']}': row/spectral = {a['ratio_row_over_spectral']:.1f}× "
                      f"→ {'supported' if a['supported'] else 'not supported'}")
     b = h["right_stim_drives_left_dn_more"]
+    g0 = cfg.record_groups[0]
     for key, v in b["results"].items():
-        g0 = cfg.record_groups[0]
         lines.append(f"  {key:20s} {g0} L {v[f'{g0}_L_mean']:.4g}  R {v[f'{g0}_R_mean']:.4g}"
                      f"  contra/ipsi {v['contralateral_over_ipsilateral']:.3f}"
                      f"  Wilcoxon p {v['wilcoxon_p_left_vs_right']:.2g}")
     lines.append(f"H2 '{b['claim']}': " + ", ".join(
         f"{n}: {'supported' if s else 'not supported'}"
         for n, s in b["supported_per_norm"].items()))
-    rd.write_text("summary.txt", "\n".join(lines) + "\n")
+    rd.add("summary.txt", "\n".join(lines) + "\n")
     return "\n".join(lines)
+
+
+COMMANDS = [
+    Command("reservoir propagate", PropagateConfig, _propagate,
+            "stimulate sensory L/R, watch DN activity",
+            description="Stimulate the left or the right sensory neurons and record the "
+                        "left/right activity of descending neurons under each normalization.",
+            inputs=_inputs),
+    Command("reservoir run", RunConfig, _run, "one reservoir, one task, its metrics",
+            description="One connectome reservoir on one task: its metrics, test predictions "
+                        "and figure.", inputs=_inputs),
+    Command("reservoir compare", CompareConfig, _compare, "real connectome vs null models",
+            description="The real connectome against replicates of each null model on one "
+                        "task, conditions scored in parallel (--workers).", inputs=_inputs),
+    Command("reservoir sweep", SweepConfig, _sweep,
+            "a metric against a parameter, real vs nulls",
+            description="A task metric against one parameter for the real connectome and null "
+                        "replicates (drawn once, reused at every value), in parallel "
+                        "(--workers).", inputs=_inputs),
+]

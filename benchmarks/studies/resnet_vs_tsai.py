@@ -16,7 +16,7 @@ environment runs another torch version than this one.
 
 Usage::
 
-    python benchmarks/resnet_vs_tsai.py [--rounds 8] [--repeats 2] [--threads 2]
+    python benchmarks/studies/resnet_vs_tsai.py [--rounds 8] [--repeats 2] [--threads 2]
         [--tsai-python PATH] [--out PATH]
 """
 
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))     # benchmarks/: _common
 from _common import atomic_write_json, loadavg  # noqa: E402
 from attention_speed import (DEFAULT_TSAI_PYTHON, FULL, RESULTS, SEED, Timer,  # noqa: E402
                              n_params, run_tsai)
@@ -73,7 +73,7 @@ def main(argv=None) -> int:
     timers = {}
     for name, ks in KAIRO.items():
         torch.manual_seed(SEED)
-        model = build_classifier(ModelConfig(encoder="resnet", layers=3, pool="mean",
+        model = build_classifier(ModelConfig(encoder="resnet", blocks=3, pool="mean",
                                              kernel_sizes=ks), 1, cfg["n_classes"],
                                  cfg["length"])
         timers[name] = Timer(name, model, x, y)
@@ -129,12 +129,12 @@ def main(argv=None) -> int:
                              "sign_test_p": round(sign_test_p(wins, wins + losses), 4)}
     env = environment()
     res = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-           "command": "python benchmarks/resnet_vs_tsai.py " + " ".join(argv or sys.argv[1:]),
+           "command": "python benchmarks/studies/resnet_vs_tsai.py "
+                      + " ".join(argv or sys.argv[1:]),
            "machine": {**env, "torch_num_threads": torch.get_num_threads()},
            # set to emulate another instruction set (ATEN_CPU_CAPABILITY=avx2
-           # ONEDNN_MAX_CPU_ISA=AVX2) or force a layout; the tsai subprocess inherits them
-           "env": {k: os.environ.get(k) for k in ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA",
-                                                  "KAIRO_RESNET_LAYOUT")},
+           # ONEDNN_MAX_CPU_ISA=AVX2); the tsai subprocess inherits them
+           "env": {k: os.environ.get(k) for k in ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA")},
            "setup": f"x [{cfg['batch']}, 1, {cfg['length']}], {cfg['n_classes']} classes; per "
                     f"round {args.repeats} interleaved repeats of ~{cfg['repeat_s']} s per "
                     "model and kind (train step with AdamW; inference in eval, no_grad), the "

@@ -3,7 +3,7 @@
 whole training split (``--bn-stats recompute``), scored on the SAME trained weights.
 
 Each run is exactly a refit run of ``kairo tsc benchmark --encoders resnet --pools mean
---layers 3`` (no hold-out, weights of the lowest training loss); its model is scored on the
+--blocks 3`` (no hold-out, weights of the lowest training loss); its model is scored on the
 test split as trained, then again after ``recompute_bn_stats`` on its training series. The
 pairing removes the seed-to-seed spread (5–7 test series on ArrowHead) from the comparison.
 Fawaz et al.'s five ResNet runs per dataset (``_published.py``) are the reference.
@@ -24,13 +24,13 @@ There training stops while the weights still move, which is where the running av
 ``recompute`` becomes the default if the first protocol's rule (a) holds and here its mean is
 higher on at least four of the five datasets and lower on none by more than one test series.
 
-    python benchmarks/resnet_bn_stats.py --datasets ArrowHead,GunPoint,ItalyPowerDemand \\
+    python benchmarks/studies/resnet_bn_stats.py --datasets ArrowHead,GunPoint,ItalyPowerDemand \\
         --out benchmarks/results/resnet_bn_stats_short.json            # ~45 min on 2 cores
-    python benchmarks/resnet_bn_stats.py --datasets OSULeaf,ACSF1 \\
+    python benchmarks/studies/resnet_bn_stats.py --datasets OSULeaf,ACSF1 \\
         --out benchmarks/results/resnet_bn_stats_long.json             # ~45 min on 2 cores
-    python benchmarks/resnet_bn_stats.py --protocol train --workers 1 \
+    python benchmarks/studies/resnet_bn_stats.py --protocol train --workers 1 \
         --out benchmarks/results/resnet_bn_stats_train.json            # ~26 min
-    python benchmarks/resnet_bn_stats.py --quick     # GunPoint, 2 seeds × 5 epochs: a smoke run
+    python benchmarks/studies/resnet_bn_stats.py --quick   # GunPoint, 2 seeds × 5 epochs
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))     # benchmarks/: _common
 from _common import atomic_write_json, loadavg  # noqa: E402
 
 # dataset → (seeds, epochs, batch): the settings of docs/attention.md's benchmark commands
@@ -55,7 +55,7 @@ def paired_run(job: dict) -> dict:
     import torch
 
     from kairo.attention import _compare, _train
-    from kairo.attention._configs import ModelConfig, TrainConfig
+    from kairo.attention import ModelConfig, TrainConfig
 
     torch.set_num_threads(job["threads"])
     train, test = _compare._data(job["dataset"], job["mnist1d_length"])
@@ -63,7 +63,7 @@ def paired_run(job: dict) -> dict:
     # trained with the running averages whatever the default: the copy below is recomputed
     res = _train.fit(ModelConfig(**job["model"]),
                      TrainConfig(**{**job["train"], "bn_stats": "running"}), train,
-                     log=lambda *_: None, progress_bar=False)
+                     progress_bar=False)
     model = res["model"]
     running = _train.evaluate(model, test)["accuracy"]
     recomputed = copy.deepcopy(model)
@@ -162,7 +162,7 @@ def main(argv=None) -> int:
         return 0
 
     from kairo.attention._compare import run_grid
-    from kairo.attention._configs import ModelConfig, TrainConfig
+    from kairo.attention import ModelConfig, TrainConfig
 
     datasets = [d.strip() for d in args.datasets.split(",") if d.strip()]
     bad = [d for d in datasets if d not in PROTOCOL]
@@ -175,7 +175,7 @@ def main(argv=None) -> int:
         val = t.val_fraction
     else:
         protocol = {d: PROTOCOL[d] for d in datasets}
-        model = ModelConfig(encoder="resnet", pool="mean", layers=3).__dict__
+        model = ModelConfig(encoder="resnet", pool="mean", blocks=3).__dict__
         val = 0.0
     if args.quick:
         protocol = {"GunPoint": (2, 5, 8)}

@@ -1,14 +1,18 @@
-"""benchmarks/pooling_weights.py: a smoke run trains through the CLI, reads maps' pooling.csv and
-writes its JSON whole, with the usual file permissions."""
+"""benchmarks/studies/pooling_weights.py: a smoke run trains through the CLI, reads maps'
+pooling.csv and writes its JSON whole, with the usual file permissions."""
 
 from __future__ import annotations
 
 import json
 import os
 
+import pytest
+
+pytestmark = pytest.mark.study
+
 
 def test_quick_run_summarises_the_pooling_weights(load_benchmark, tmp_path, capsys):
-    bench = load_benchmark("pooling_weights")
+    bench = load_benchmark("studies/pooling_weights")
     out = tmp_path / "res" / "pooling_weights.json"
     old = os.umask(0o022)
     try:

@@ -1,0 +1,173 @@
+"""The application layer: every command is a :class:`Command` declared as data by its family.
+
+A command is a frozen config class (help, choices and bounds on its fields, see :func:`option`)
+and a function ``run(cfg, rd) -> summary`` that computes through the family's public API and
+writes through the :class:`~kairo._runs.ResultsDir` it is handed. The CLI, the demo and the
+tests iterate the registry (:func:`commands`); :func:`execute` is the one path every run takes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import logging
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kairo._errors import ConfigError
+
+__all__ = ["Command", "option", "check_fields", "commands", "get_command", "make_config",
+           "execute", "Outcome", "FAMILIES"]
+
+log = logging.getLogger(__name__)
+
+# the modules whose ``COMMANDS`` list makes up the registry, in the order ``kairo --help``
+# shows them; each is torch-free at import (heavy modules are imported inside ``run``)
+FAMILIES = ("kairo.reservoir._commands", "kairo.embodied._commands", "kairo.logic._commands",
+            "kairo.attention._commands", "kairo.data._commands", "kairo.demo")
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command: ``kairo <name>`` builds ``config`` from flags and files and calls
+    ``run(cfg, rd)``, which returns the summary printed at the end.
+
+    folder: the command writes a results folder (``--out``; ``rd`` is a ResultsDir). Without
+        one ``rd`` is None and the command writes at most the single file its config names
+        (``output``, obeying its ``overwrite`` field) or nothing.
+    inputs: ``inputs(cfg) -> {label: path}``, the data files whose SHA-256 goes into run.json.
+    default_out: the results folder when none is given (else ``results/<command>-<time>``).
+    """
+
+    name: str
+    config: type
+    run: Callable
+    help: str
+    description: str = ""
+    inputs: Callable | None = None
+    folder: bool = True
+    default_out: str = ""
+
+    @property
+    def family(self) -> str:
+        return self.name.split()[0]
+
+
+def option(default, help: str, *, choices=None, low=None, high=None, positional=False,
+           above=None, **kw):
+    """A config field with its help text and the values it accepts (checked by
+    :func:`check_fields`). ``low``/``high`` bound numbers inclusively, ``above`` exclusively;
+    for tuple fields they apply to every element."""
+    meta = {"help": help, "choices": tuple(choices) if choices else None, "low": low,
+            "high": high, "above": above, "positional": positional}
+    if isinstance(default, (list, dict, set)):
+        raise TypeError("option defaults must be immutable (use a tuple)")
+    return field(default=default, metadata=meta, **kw)
+
+
+def _bound_error(name, v, meta) -> str | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    if isinstance(v, float) and not math.isfinite(v):
+        return f"{name} must be a finite number, got {v}"
+    if meta.get("low") is not None and v < meta["low"]:
+        return f"{name} must be ≥ {meta['low']}, got {v}"
+    if meta.get("high") is not None and v > meta["high"]:
+        return f"{name} must be ≤ {meta['high']}, got {v}"
+    if meta.get("above") is not None and v <= meta["above"]:
+        return f"{name} must be > {meta['above']}, got {v}"
+    return None
+
+
+def check_fields(cfg) -> None:
+    """Check every field of ``cfg`` against the choices and bounds :func:`option` gave it;
+    the error names the field. Configs call it first in ``__post_init__``."""
+    for f in dataclasses.fields(cfg):
+        v = getattr(cfg, f.name)
+        meta = f.metadata
+        values = v if isinstance(v, tuple) else (v,)
+        for one in values:
+            if meta.get("choices") and one not in meta["choices"]:
+                raise ConfigError(f"{f.name}: expected one of {', '.join(map(str, meta['choices']))}"
+                                  f"; got {one!r}")
+            msg = _bound_error(f.name, one, meta)
+            if msg:
+                raise ConfigError(msg)
+
+
+def help_text(cls, name: str) -> str:
+    for f in dataclasses.fields(cls):
+        if f.name == name:
+            return f.metadata.get("help", "")
+    raise KeyError(name)
+
+
+_REGISTRY: dict[str, Command] | None = None
+
+
+def commands() -> dict[str, Command]:
+    """Every registered command by name (``"reservoir run"``, ``"tsc train"``, …)."""
+    global _REGISTRY
+    if _REGISTRY is None:
+        reg: dict[str, Command] = {}
+        for mod in FAMILIES:
+            for c in importlib.import_module(mod).COMMANDS:
+                if c.name in reg:
+                    raise RuntimeError(f"command {c.name!r} registered twice")
+                reg[c.name] = c
+        _REGISTRY = reg
+    return _REGISTRY
+
+
+def get_command(name: str) -> Command:
+    try:
+        return commands()[name]
+    except KeyError:
+        raise ConfigError(f"unknown command {name!r}; commands: "
+                          f"{', '.join(commands())}") from None
+
+
+def make_config(command: Command | str, file_values: dict | None = None,
+                flag_values: dict | None = None, *, source: str = "config",
+                data_dir=None):
+    """The command's config from file values < flags; a ``data_dir`` field is resolved to the
+    folder actually read (``data_dir`` argument, else ``$KAIRO_DATA_DIR``, else the cache)."""
+    from kairo._config import build_config
+
+    cmd = get_command(command) if isinstance(command, str) else command
+    cfg = build_config(cmd.config, file_values, flag_values, source=source)
+    if any(f.name == "data_dir" for f in dataclasses.fields(cfg)):
+        from kairo.data import data_dir as resolve
+
+        cfg = dataclasses.replace(cfg, data_dir=str(resolve(cfg.data_dir or data_dir)))
+    return cfg
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a run left: its summary text and its results folder (None without one)."""
+
+    summary: str
+    out: Path | None
+
+
+def execute(command: Command | str, cfg, *, out=None, overwrite: bool = False) -> Outcome:
+    """Run ``command`` on ``cfg``: the results folder (``out``, default
+    ``results/<command>-<time>``) appears only when the run succeeds, with config.yaml and a
+    run.json that records the seed, the resolved values and the SHA-256 of every input."""
+    from kairo._runs import ResultsDir, default_out
+
+    cmd = get_command(command) if isinstance(command, str) else command
+    if not isinstance(cfg, cmd.config):
+        raise TypeError(f"{cmd.name} takes a {cmd.config.__name__}, got {type(cfg).__name__}")
+    if not cmd.folder:
+        return Outcome(cmd.run(cfg, None), None)
+    out = Path(out or cmd.default_out or default_out(cmd.name))
+    with ResultsDir(out, command=cmd.name, config=cfg, overwrite=overwrite) as rd:
+        text = cmd.run(cfg, rd)
+        # after the run: a file it downloaded is there now, and what it read is what is hashed
+        for label, path in (cmd.inputs(cfg) if cmd.inputs else {}).items():
+            rd.record_input(label, path)
+    return Outcome(text, out)

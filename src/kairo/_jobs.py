@@ -1,0 +1,121 @@
+"""``map_jobs``: one function over many independent jobs, in local worker processes or on a
+Ray cluster, with one progress report, results in job order, and every worker stopped as soon
+as one job fails (or on Ctrl-C / SIGTERM) instead of waiting for the rest.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Callable, Iterable
+
+from kairo._errors import ConfigError, KairoError
+from kairo._progress import progress
+
+__all__ = ["map_jobs", "resolve_executor", "EXECUTORS"]
+
+EXECUTORS = ("auto", "processes", "ray", "serial")
+
+
+def resolve_executor(executor: str, workers: int, n_jobs: int) -> tuple[str, int]:
+    """(executor, workers) actually used: ``auto`` is Ray when ``$RAY_ADDRESS`` is set, else
+    local processes; ``workers`` 0 is one per core; one worker or one job runs serially."""
+    if executor not in EXECUTORS:
+        raise ConfigError(f"executor: expected one of {', '.join(EXECUTORS)}; got {executor!r}")
+    if workers < 0:
+        raise ConfigError(f"workers must be ≥ 0 (0: one per core), got {workers}")
+    workers = workers or os.cpu_count() or 1
+    if executor == "auto":
+        executor = "ray" if os.environ.get("RAY_ADDRESS") else "processes"
+    if executor == "processes" and (workers == 1 or n_jobs <= 1):
+        executor = "serial"
+    return executor, min(workers, max(n_jobs, 1)) if executor != "ray" else workers
+
+
+def map_jobs(fn: Callable, jobs: Iterable, *, workers: int = 0, executor: str = "auto",
+             desc: str = "jobs", progress_bar: bool | None = None) -> list:
+    """``[fn(job) for job in jobs]``, computed in parallel.
+
+    ``fn`` must be a module-level function and ``jobs`` picklable (worker processes are
+    spawned, not forked: MuJoCo's GL contexts, OpenMP and torch thread pools do not survive a
+    fork). A job's exception is raised here after the other workers are stopped.
+    """
+    jobs = list(jobs)
+    kind, n = resolve_executor(executor, workers, len(jobs))
+    bar = progress(total=len(jobs), desc=desc, enabled=progress_bar)
+    try:
+        if kind == "serial":
+            out = []
+            for job in jobs:
+                out.append(fn(job))
+                bar.update(1)
+            return out
+        if kind == "ray":
+            return _ray(fn, jobs, n, bar)
+        return _processes(fn, jobs, n, bar)
+    finally:
+        bar.close()
+
+
+def _processes(fn, jobs: list, workers: int, bar) -> list:
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from multiprocessing import get_context
+
+    results: list = [None] * len(jobs)
+    pool = ProcessPoolExecutor(workers, mp_context=get_context("spawn"))
+    try:
+        pending = {pool.submit(fn, job): i for i, job in enumerate(jobs)}
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in done:
+                results[pending.pop(fut)] = fut.result()
+                bar.update(1)
+    except BaseException:
+        # stop running jobs now (each may take minutes); the executor has no public call for
+        # this, so its worker table is used
+        for proc in list((getattr(pool, "_processes", None) or {}).values()):
+            proc.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
+    return results
+
+
+def _ray(fn, jobs: list, workers: int, bar) -> list:
+    try:
+        import ray
+    except ImportError as exc:
+        raise KairoError("executor 'ray' needs Ray: pip install 'kairo-circuits[ray]'") from exc
+    address = os.environ.get("RAY_ADDRESS")
+    started = not ray.is_initialized()
+    if started:
+        # ray.init replaces the process's SIGTERM handler with its own sys.exit and never
+        # restores it: put back the caller's (the CLI unwinds results folders on SIGTERM)
+        main = threading.current_thread() is threading.main_thread()
+        term = signal.getsignal(signal.SIGTERM) if main else None
+        try:
+            ray.init(address=address, num_cpus=None if address else workers,
+                     include_dashboard=False, log_to_driver=False)
+        finally:
+            if main and term is not None:
+                signal.signal(signal.SIGTERM, term)
+    try:
+        remote = ray.remote(num_cpus=1)(fn)
+        refs = [remote.remote(job) for job in jobs]
+        index = {ref: i for i, ref in enumerate(refs)}
+        results: list = [None] * len(jobs)
+        pending = list(refs)
+        try:
+            while pending:
+                done, pending = ray.wait(pending, num_returns=1)
+                results[index[done[0]]] = ray.get(done[0])
+                bar.update(1)
+        except BaseException:
+            for ref in pending:
+                ray.cancel(ref, force=True)
+            raise
+        return results
+    finally:
+        if started:
+            ray.shutdown()

@@ -1,0 +1,490 @@
+"""The configs of ``kairo.attention``, free of torch so the command line starts fast.
+
+``ModelConfig`` is the architecture of a classifier, ``TrainConfig`` how it is trained; each
+``kairo tsc`` command has one flat config holding the data options and the fields of those two
+it needs, so a flag, a key of ``--config`` and a key of a results folder's ``config.yaml`` are
+the same name. The flat configs are built from field groups (``ModelOptions``,
+``TrainOptions``, ``DataOptions``, ``GridOptions``) by inheritance; :func:`model_config` and
+:func:`train_config` cut a ``ModelConfig`` / ``TrainConfig`` out of any of them.
+
+"auto" values stay "auto" in every config: the model builder resolves ``head_norm`` and
+``weight_init`` per encoder (:meth:`ModelConfig.resolved`), the trainer resolves ``znorm``
+per dataset, and a run records what they resolved to in run.json.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from kairo._app import check_fields, option
+from kairo._errors import ConfigError
+
+__all__ = ["ModelConfig", "TrainConfig", "ModelOptions", "TrainOptions", "DataOptions",
+           "GridOptions", "TscTrainConfig", "EvaluateConfig", "PredictConfig", "MapsConfig",
+           "EncodingsConfig", "CompareConfig", "BenchmarkConfig", "ListConfig",
+           "model_config", "train_config", "split_config", "ENCODERS", "POOLS",
+           "NORM_POSITIONS", "TOKENS", "POSITIONALS", "SCHEDULES", "DEVICES", "HEAD_NORMS",
+           "WEIGHT_INITS", "ZNORMS", "BN_STATS", "SELECTS", "SPLITS", "UNIVARIATE"]
+
+ENCODERS = ("resnet", "transformer")
+POOLS = ("mean", "max", "cls", "attention", "mha")
+NORM_POSITIONS = ("pre", "post")             # LayerNorm before or after each residual branch
+TOKENS = ("step", "patch")
+HEAD_NORMS = ("auto", "true", "false")
+WEIGHT_INITS = ("auto", "torch", "glorot")   # the encoder's, PyTorch's per-module, or Keras's
+POSITIONALS = ("sinusoidal", "learned", "rope", "none")
+SCHEDULES = ("cosine", "onecycle", "constant", "plateau")
+DEVICES = ("cpu", "cuda", "auto")
+# input scaling: each series and channel on its own (the UCR convention), each channel with the
+# training split's statistics (keeps the levels that tell multivariate classes apart), none, or
+# auto = series for one channel, channel for several (resolved by the trainer, see fit)
+ZNORMS = ("auto", "series", "channel", "none")
+# the batch-norm statistics an eval-mode model uses: the running averages left by training
+# (PyTorch's momentum 0.1), or recomputed over the whole training split after training
+# (benchmarks/studies/resnet_bn_stats.py, docs/attention.md)
+BN_STATS = ("running", "recompute")
+SELECTS = ("holdout", "cv")
+SPLITS = ("train", "test")
+EXECUTORS = ("auto", "processes", "ray", "serial")    # kairo._jobs.EXECUTORS
+
+# every univariate classification set the aeon wheel ships (UnitTest aside), each with
+# published figures; the variable-length one as its equal-length copy, the input the
+# published figures were measured on
+UNIVARIATE = ("ACSF1", "ArrowHead", "Covid3Month_disc", "GunPoint", "ItalyPowerDemand",
+              "OSULeaf", "PickupGestureWiimoteZ_eq")
+
+# head_norm and weight_init "auto": each encoder's default. ResNet takes Keras's head (none)
+# and Glorot initialisation (the rule of docs/attention.md, "Keras's defaults", applied by
+# benchmarks/studies/keras_defaults.py); the Transformer keeps the LayerNorm head and
+# PyTorch's initialisation, on which it was measured.
+_ENCODER_DEFAULTS = {"resnet": {"head_norm": False, "weight_init": "glorot"},
+                     "transformer": {"head_norm": True, "weight_init": "torch"}}
+
+
+def resolve_head(encoder: str, head_norm: str, weight_init: str) -> dict:
+    """``{"head_norm": bool, "weight_init": "torch"|"glorot"}`` with "auto" read as
+    ``encoder``'s default."""
+    d = _ENCODER_DEFAULTS[encoder]
+    return {"head_norm": d["head_norm"] if head_norm == "auto" else head_norm == "true",
+            "weight_init": d["weight_init"] if weight_init == "auto" else weight_init}
+
+
+# ---------------------------------------------------------------------------- field groups
+@dataclass(frozen=True)
+class ModelOptions:
+    """The architecture fields every encoder and pooling head shares (ModelConfig without
+    ``encoder`` and ``pool``, which a grid lists several of)."""
+
+    d_model: int = option(64, "width: Transformer token size; ResNet first-block channels "
+                          "(then 2×)", low=1)
+    n_heads: int = option(4, "Transformer attention heads", low=1)
+    n_kv_heads: int = option(0, "key/value heads: 0 = n_heads (MHA), 1 = MQA, else GQA", low=0)
+    blocks: int = option(2, "Transformer blocks or ResNet blocks", low=1)
+    norm_position: str = option("pre", "Transformer LayerNorm placement: pre (before each "
+                                "residual branch) or post (after)", choices=NORM_POSITIONS)
+    tokens: str = option("step", "Transformer tokens: step (one per time step) or patch",
+                         choices=TOKENS)
+    patch: int = option(16, "steps per token with --tokens patch", low=1)
+    positional: str = option("sinusoidal", "positional encoding: sinusoidal, learned, rope, "
+                             "none", choices=POSITIONALS)
+    dropout: float = option(0.1, "dropout on the Transformer's residual and MLP paths (never "
+                            "inside attention), in [0, 1)", low=0.0)
+    pool_heads: int = option(4, "heads of the mha pooling head (and of the cls pool's own "
+                             "block on a ResNet)", low=1)
+    pool_queries: int = option(1, "learned queries per head of the mha pooling head", low=1)
+    kernel_sizes: tuple[int, ...] = option((8, 5, 3), "ResNet: comma-separated kernel sizes "
+                                           "of each block's convolutions", low=1)
+    head_norm: str = option("auto", "LayerNorm between the pooled features and the linear "
+                            "layer: true, false (none, as in Fawaz et al.'s ResNet) or auto "
+                            "(false for resnet, true for transformer)", choices=HEAD_NORMS)
+    weight_init: str = option("auto", "torch (PyTorch's per-module defaults), glorot "
+                              "(Glorot-uniform weights and zero biases for every convolution "
+                              "and linear layer: Keras's defaults, those of the published "
+                              "ResNet runs) or auto (glorot for resnet, torch for transformer)",
+                              choices=WEIGHT_INITS)
+
+
+@dataclass(frozen=True)
+class TrainOptions:
+    """The training fields (TrainConfig without ``seed``, which a grid counts from)."""
+
+    epochs: int = option(200, "training epochs (the most, with early stopping)", low=1)
+    batch: int = option(32, "series per training batch", low=1)
+    lr: float = option(1e-3, "peak learning rate (AdamW)", above=0.0)
+    weight_decay: float = option(1e-2, "AdamW's decoupled weight decay", low=0.0)
+    schedule: str = option("cosine", "learning rate: cosine (after warm-up), onecycle, "
+                           "constant, or plateau (× plateau_factor after plateau_patience "
+                           "epochs without a lower loss: validation loss, or training loss "
+                           "when there is no hold-out; floor min_lr)", choices=SCHEDULES)
+    warmup: float = option(0.05, "fraction of all steps spent rising to --lr (cosine, "
+                           "onecycle), in [0, 1)", low=0.0)
+    plateau_patience: int = option(50, "plateau schedule: epochs without a lower loss before "
+                                   "lr × factor", low=0)
+    plateau_factor: float = option(0.5, "plateau schedule: the learning-rate multiplier, in "
+                                   "(0, 1)", above=0.0)
+    min_lr: float = option(1e-4, "plateau schedule: the learning-rate floor", low=0.0)
+    val_fraction: float = option(0.2, "stratified validation hold-out of the training split "
+                                 "for early stopping; 0 = none (then the weights of the lowest "
+                                 "training loss are kept)", low=0.0)
+    patience: int = option(30, "epochs without a lower validation loss before stopping; 0 = "
+                           "never stop early", low=0)
+    znorm: str = option("auto", "input scaling: series (each series and channel z-normalized "
+                        "on its own, the UCR convention), channel (each channel with the "
+                        "training split's mean and sd, kept with the model; keeps levels that "
+                        "differ between classes), none, or auto (series for one channel, "
+                        "channel for several)", choices=ZNORMS)
+    label_smoothing: float = option(0.0, "label smoothing of the cross-entropy loss, in "
+                                    "[0, 1)", low=0.0)
+    max_grad_norm: float = option(1.0, "clip the gradient norm to this; 0 = no clipping",
+                                  low=0.0)
+    jitter: float = option(0.0, "augmentation: sd of Gaussian noise added to each training "
+                           "batch (z units); 0 = off", low=0.0, high=10.0)
+    scaling: float = option(0.0, "augmentation: sd of a per-series, per-channel amplitude "
+                            "factor around 1; 0 = off", low=0.0, high=10.0)
+    time_warp: float = option(0.0, "augmentation: sd of the log speed of a random smooth time "
+                              "map per series (Um et al. 2017); 0 = off", low=0.0, high=10.0)
+    crop: float = option(0.0, "augmentation: window slicing, the fraction of each series cut "
+                         "off before it is stretched back to full length (Le Guennec et al. "
+                         "2016), in [0, 1); 0 = off", low=0.0)
+    bn_stats: str = option("recompute", "batch-norm statistics of the trained model (ResNet): "
+                           "running (the averages left by training) or recompute (over the "
+                           "whole training split after training, one pass, no augmentation)",
+                           choices=BN_STATS)
+    checkpoint_every: int = option(10, "epochs between checkpoints (<out>.checkpoint.pt; a "
+                                   "rerun resumes)", low=1)
+    threads: int = option(0, "torch CPU threads; 0 = torch's default", low=0)
+    device: str = option("cpu", "cpu, cuda or auto (cuda when available)", choices=DEVICES)
+
+
+@dataclass(frozen=True)
+class DataOptions:
+    """Which series a command reads: a shipped set, or the user's files."""
+
+    dataset: str = option("GunPoint", "an aeon-shipped UCR/UEA set or MNIST1D (kairo tsc "
+                          "list)")
+    train_file: str = option("", "your training series: .ts, .csv (label first) or .npz (x, "
+                             "y, mask)")
+    test_file: str = option("", "your test series (same formats)")
+    pad: bool = option(False, "allow series of different lengths (padded at the end and "
+                       "masked)")
+    mnist1d_length: int = option(40, "length of the generated MNIST-1D series", low=12)
+
+
+@dataclass(frozen=True)
+class GridOptions:
+    """A grid of training runs: datasets × encoders × pooling heads × seeds."""
+
+    datasets: tuple[str, ...] = option(("GunPoint", "ArrowHead", "ItalyPowerDemand"),
+                                       "comma-separated dataset names (kairo tsc list)")
+    encoders: tuple[str, ...] = option(ENCODERS, "comma-separated encoders", choices=ENCODERS)
+    pools: tuple[str, ...] = option(POOLS, "comma-separated pooling heads", choices=POOLS)
+    seeds: int = option(5, "training seeds per configuration (seed, seed+1, …)", low=1)
+    seed: int = option(0, "the first training seed", low=0)
+    workers: int = option(0, "parallel training runs (one torch thread each); 0 = one per "
+                          "core", low=0)
+    executor: str = option("auto", "where the runs go: processes (local), ray (a Ray "
+                           "cluster), serial, or auto (ray when $RAY_ADDRESS is set, else "
+                           "processes)", choices=EXECUTORS)
+    mnist1d_length: int = option(40, "length of the generated MNIST-1D series", low=12)
+
+
+# ---------------------------------------------------------------------------- checks
+def _check(cfg) -> None:
+    """check_fields, and the types of the fields (a config built in Python is not coerced as
+    one read from flags or a file is)."""
+    import typing
+
+    check_fields(cfg)
+    hints = typing.get_type_hints(type(cfg))
+    for f in dataclasses.fields(cfg):
+        v, t = getattr(cfg, f.name), hints[f.name]
+        if typing.get_origin(t) is tuple:
+            if not isinstance(v, tuple):
+                raise ConfigError(f"{f.name} must be a list, got {v!r}")
+            t, values = typing.get_args(t)[0], v
+        else:
+            values = (v,)
+        for one in values:
+            ok = {bool: lambda x: isinstance(x, bool),
+                  int: lambda x: isinstance(x, int) and not isinstance(x, bool),
+                  float: lambda x: isinstance(x, (int, float)) and not isinstance(x, bool),
+                  str: lambda x: isinstance(x, str)}[t](one)
+            if not ok:
+                raise ConfigError(f"{f.name} must be {_KIND[t]}, got {one!r}")
+
+
+_KIND = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+
+
+def _below_one(cfg, *names) -> None:
+    for name in names:
+        v = getattr(cfg, name)
+        if not v < 1:
+            raise ConfigError(f"{name} must be < 1, got {v}")
+
+
+def _check_model(cfg, encoder: str, pool: str) -> None:
+    """The ModelOptions checks no single field can make, for ``encoder`` and ``pool``."""
+    if not cfg.kernel_sizes:
+        raise ConfigError("kernel_sizes must list at least one kernel size (e.g. 8,5,3)")
+    _below_one(cfg, "dropout")
+    if pool in ("mha", "cls") and cfg.d_model % cfg.pool_heads:
+        raise ConfigError(f"pool_heads ({cfg.pool_heads}) must divide d_model ({cfg.d_model})")
+    if encoder != "transformer":
+        return
+    if cfg.d_model % cfg.n_heads:
+        raise ConfigError(f"d_model: d_model {cfg.d_model} is not divisible by n_heads "
+                          f"{cfg.n_heads}")
+    if cfg.n_kv_heads and cfg.n_heads % cfg.n_kv_heads:
+        raise ConfigError(f"n_kv_heads ({cfg.n_kv_heads}) must divide n_heads "
+                          f"({cfg.n_heads}); 1 = MQA, 0 = MHA")
+    if cfg.positional == "sinusoidal" and cfg.d_model % 2:
+        raise ConfigError(f"d_model must be even for sinusoidal positions, got {cfg.d_model}")
+    if cfg.positional == "rope" and (cfg.d_model // cfg.n_heads) % 2:
+        raise ConfigError(f"positional: rope needs an even head size d_model / n_heads, got "
+                          f"{cfg.d_model} / {cfg.n_heads} = {cfg.d_model // cfg.n_heads}")
+
+
+def _check_train(cfg) -> None:
+    """The TrainOptions checks no single field can make."""
+    _below_one(cfg, "warmup", "plateau_factor", "val_fraction", "label_smoothing", "crop")
+    if cfg.schedule == "onecycle" and not cfg.warmup > 0:
+        raise ConfigError("warmup must be > 0 for the onecycle schedule (it is the fraction "
+                          "of steps rising to lr)")
+    if cfg.schedule == "plateau" and cfg.min_lr > cfg.lr:
+        raise ConfigError(f"min_lr ({cfg.min_lr}) must not exceed lr ({cfg.lr}) for the "
+                          f"plateau schedule")
+
+
+def _check_data(cfg) -> None:
+    if cfg.train_file and not cfg.test_file:
+        raise ConfigError("train_file needs test_file too (kairo reports test metrics)")
+    if cfg.test_file and not cfg.train_file:
+        raise ConfigError("test_file without train_file: give both (or score a trained model "
+                          "on test_file with kairo tsc evaluate)")
+
+
+def _check_grid(cfg) -> None:
+    for name in ("datasets", "encoders", "pools"):
+        values = getattr(cfg, name)
+        if not values:
+            raise ConfigError(f"{name}: name at least one" +
+                              (" (see `kairo tsc list`)" if name == "datasets" else ""))
+        if len({v.lower() for v in values}) != len(values):
+            raise ConfigError(f"{name} lists a value twice: {', '.join(values)}")
+
+
+# ---------------------------------------------------------------------------- the two halves
+@dataclass(frozen=True)
+class EncoderPool:
+    """The encoder and the pooling head of one model."""
+
+    encoder: str = option("transformer", "resnet (residual 1D-CNN) or transformer",
+                          choices=ENCODERS)
+    pool: str = option("attention", "pooling head: mean, max, cls, attention, mha",
+                       choices=POOLS)
+
+
+@dataclass(frozen=True)
+class Seed:
+    seed: int = option(0, "seed of the weights, the hold-out and the batch order", low=0)
+
+
+@dataclass(frozen=True)
+class ModelConfig(ModelOptions, EncoderPool):
+    """Architecture of a :class:`TSClassifier` (training options live in TrainConfig).
+
+    ``blocks`` counts Transformer blocks or ResNet blocks. ``norm_position``, ``tokens``,
+    ``patch``, ``positional``, ``n_heads`` and ``n_kv_heads`` only matter for the Transformer
+    encoder; ``kernel_sizes`` only for the ResNet. ``pool_heads`` is used by the "mha" pool and
+    by the "cls" pool's own block (ResNet only); ``pool_queries`` by "mha".
+    ``head_norm`` ("true") puts a LayerNorm between the pooled vector and the linear layer;
+    "false" feeds the pooled vector straight to it, as in Fawaz et al.'s ResNet.
+    ``weight_init`` "glorot" draws every Conv1d and Linear weight Glorot-uniform with zero
+    biases (Keras's defaults); "torch" keeps PyTorch's per-module defaults. "auto" (the default
+    of both) stays in the config and is resolved when the model is built
+    (:meth:`resolved`): no head norm and Glorot for ResNet, the LayerNorm head and PyTorch's
+    initialisation for the Transformer, so ``dataclasses.replace(cfg, encoder=…)`` gets the
+    other encoder's defaults.
+    """
+
+    def __post_init__(self):
+        _check(self)
+        _check_model(self, self.encoder, self.pool)
+
+    def resolved(self) -> dict:
+        """``head_norm`` (bool) and ``weight_init`` ("torch"/"glorot") with "auto" read as
+        this encoder's default."""
+        return resolve_head(self.encoder, self.head_norm, self.weight_init)
+
+
+@dataclass(frozen=True)
+class TrainConfig(Seed, TrainOptions):
+    """How a classifier is trained (the architecture is a :class:`ModelConfig`)."""
+
+    def __post_init__(self):
+        _check(self)
+        _check_train(self)
+
+
+def _pick(cls, cfg, **values):
+    return cls(**{f.name: values[f.name] if f.name in values else getattr(cfg, f.name)
+                  for f in dataclasses.fields(cls)})
+
+
+def model_config(cfg, **values) -> ModelConfig:
+    """The ModelConfig inside a flat config; ``values`` set fields it lacks or replaces
+    (``encoder``, ``pool`` for a grid)."""
+    return _pick(ModelConfig, cfg, **values)
+
+
+def train_config(cfg, **values) -> TrainConfig:
+    """The TrainConfig inside a flat config; ``values`` set fields it lacks or replaces."""
+    return _pick(TrainConfig, cfg, **values)
+
+
+def split_config(cfg) -> tuple[ModelConfig, TrainConfig]:
+    """The ModelConfig and TrainConfig inside a ``tsc train`` config."""
+    return model_config(cfg), train_config(cfg)
+
+
+# ---------------------------------------------------------------------------- commands
+@dataclass(frozen=True)
+class ListConfig:
+    """``kairo tsc list``: no options."""
+
+    def __post_init__(self):
+        _check(self)
+
+
+@dataclass(frozen=True)
+class TscTrainConfig(DataOptions, Seed, TrainOptions, ModelOptions, EncoderPool):
+    """``kairo tsc train``: the data options, every ModelConfig field and every TrainConfig
+    field."""
+
+    def __post_init__(self):
+        _check(self)
+        _check_model(self, self.encoder, self.pool)
+        _check_train(self)
+        _check_data(self)
+
+
+@dataclass(frozen=True)
+class EvaluateConfig:
+    """``kairo tsc evaluate``: a trained model scored on a split of a dataset or on a file."""
+
+    model: str = option("", "a model.pt written by kairo tsc train (required)")
+    dataset: str = option("", "an aeon-shipped UCR/UEA set or MNIST1D (kairo tsc list); "
+                          "empty: the set the model was trained on")
+    split: str = option("test", "the dataset split to score: train or test", choices=SPLITS)
+    test_file: str = option("", "your series to score instead: .ts, .csv (label first) or "
+                            ".npz (x, y, mask)")
+    pad: bool = option(False, "allow series of different lengths (padded at the end and "
+                       "masked)")
+    mnist1d_length: int = option(40, "length of the generated MNIST-1D series (the model's "
+                                 "own length when dataset is empty)", low=12)
+
+    def __post_init__(self):
+        _check(self)
+        if not self.model:
+            raise ConfigError("model is required (a model.pt written by kairo tsc train)")
+        if self.test_file and self.split != "test":
+            raise ConfigError(f"split {self.split} picks a split of the dataset; with "
+                              f"test_file that file is scored: leave split at test")
+
+
+@dataclass(frozen=True)
+class MapsConfig(EvaluateConfig):
+    """``kairo tsc maps``: pooling weights and self-attention of a model for chosen series."""
+
+    series: tuple[int, ...] = option((0,), "comma-separated indices of the series to draw",
+                                     low=0)
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not self.series:
+            raise ConfigError("series needs at least one series index, e.g. --series 0,1")
+
+
+@dataclass(frozen=True)
+class PredictConfig:
+    """``kairo tsc predict``: predicted class and probabilities of every series of a file."""
+
+    model: str = option("", "a model.pt written by kairo tsc train (required)")
+    input: str = option("", "series to classify: .ts, .csv (one series per row, no label "
+                        "column unless --labelled) or .npz (array x)/.npy (required)")
+    output: str = option("", "the CSV file to write (its folder must exist; required)")
+    pad: bool = option(False, "allow series of different lengths (padded at the end and "
+                       "masked)")
+    labelled: bool = option(False, "the input carries labels as a training file does (.csv: "
+                            "first column; .ts: class labels; .npz: array y): they are "
+                            "checked, written next to the predictions and scored")
+    overwrite: bool = option(False, "replace an existing --output file")
+
+    def __post_init__(self):
+        _check(self)
+        for name in ("model", "input", "output"):
+            if not getattr(self, name):
+                raise ConfigError(f"{name} is required (--model, --input and --output)")
+
+
+@dataclass(frozen=True)
+class EncodingsConfig:
+    """``kairo tsc encodings``: the sinusoidal positional encoding drawn and checked."""
+
+    d: int = option(64, "encoding width (even)", low=2)
+    positions: int = option(128, "positions drawn (≥ 2; the offset check needs two)", low=2)
+    base: float = option(10000.0, "the sinusoid base C in pos / C^(2i/d)", above=1.0)
+
+    def __post_init__(self):
+        _check(self)
+        if self.d % 2:
+            raise ConfigError(f"d must be even (sine and cosine pairs), got {self.d}")
+
+
+@dataclass(frozen=True)
+class CompareConfig(GridOptions, TrainOptions, ModelOptions):
+    """``kairo tsc compare-pooling``: every pooling head × encoder × dataset × seed, with
+    paired tests against mean pooling."""
+
+    def __post_init__(self):
+        _check(self)
+        _check_grid(self)
+        for enc in self.encoders:
+            for pool in self.pools:
+                _check_model(self, enc, pool)
+        _check_train(self)
+
+
+@dataclass(frozen=True)
+class BenchmarkConfig(CompareConfig):
+    """``kairo tsc benchmark``: the best configuration per dataset (encoder × pooling head ×
+    time-warp candidate, chosen on a validation hold-out or by k-fold cross-validation of the
+    training split), refit on the whole training split, against published results."""
+
+    datasets: tuple[str, ...] = option(UNIVARIATE, "comma-separated dataset names (kairo tsc "
+                                       "list)")
+    reuse: str = option("", "runs.csv of an earlier compare-pooling/benchmark run, or with "
+                        "--select cv the cv_runs.csv of an earlier benchmark (the grid is not "
+                        "retrained)")
+    refit: bool = option(True, "train the chosen configuration again on the whole training "
+                         "split (no hold-out, all epochs) and report those runs")
+    select: str = option("holdout", "how a configuration is chosen on the training split: "
+                         "holdout (the best validation accuracy) or cv (stratified k-fold "
+                         "cross-validation, each fold trained like the refit)",
+                         choices=SELECTS)
+    folds: int = option(5, "--select cv: number of stratified folds", low=2)
+    cv_repeats: int = option(1, "--select cv: repeats of the k-fold split (split seeds seed, "
+                             "seed+1, …)", low=1)
+    time_warps: tuple[float, ...] = option((), "comma-separated time-warp candidates to "
+                                           "choose from (e.g. 0,0.2); empty = just "
+                                           "--time-warp", low=0.0, high=10.0)
+
+    def __post_init__(self):
+        super().__post_init__()
+        if len(set(self.time_warps)) != len(self.time_warps):
+            raise ConfigError(f"time_warps lists a candidate twice: {self.time_warps}")
+        if self.select == "cv" and not self.refit:
+            raise ConfigError("select cv needs refit: cross-validation never touches the test "
+                              "split, so only the refit runs give test accuracy")

@@ -1,0 +1,50 @@
+"""``kairo data path|fetch|verify``: the data directory and its registered files."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kairo._app import Command, check_fields, option
+from kairo._errors import ConfigError
+
+__all__ = ["DataConfig", "COMMANDS"]
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    name: str = option("", "registered data set (default: all)", positional=True)
+    data_dir: str = option("", "data directory (default: $KAIRO_DATA_DIR, else the user "
+                           "cache dir)")
+
+    def __post_init__(self):
+        check_fields(self)
+        from kairo.data._store import REGISTRY
+
+        if self.name and self.name not in REGISTRY:
+            raise ConfigError(f"name: unknown data set {self.name!r}; registered: "
+                              f"{', '.join(REGISTRY)}")
+
+
+def _path(cfg: DataConfig, rd) -> str:
+    return cfg.data_dir
+
+
+def _fetch(cfg: DataConfig, rd, *, download: bool = True) -> str:
+    from kairo.data._store import REGISTRY, fetch
+
+    names = [cfg.name] if cfg.name else list(REGISTRY)
+    return "\n".join(f"{n}: {fetch(n, cfg.data_dir, download=download)} (checksum ok)"
+                     for n in names)
+
+
+def _verify(cfg: DataConfig, rd) -> str:
+    return _fetch(cfg, rd, download=False)
+
+
+COMMANDS = [
+    Command("data path", DataConfig, _path, "print the data directory", folder=False),
+    Command("data fetch", DataConfig, _fetch, "download and checksum registered data files",
+            folder=False),
+    Command("data verify", DataConfig, _verify, "checksum registered data files (no download)",
+            folder=False),
+]

@@ -1,0 +1,260 @@
+"""The configs of ``kairo logic …`` and the layer vocabulary (gate modes, pairings, engines).
+
+A leaf module: it imports no torch (nor anything that does), so the command registry, the
+CLI and the torch layers all read the same names from here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kairo._app import check_fields, option
+from kairo._errors import ConfigError
+
+__all__ = ["LogicTrainConfig", "ExportConfig", "VerifyConfig", "FpgaConfig", "BenchConfig",
+           "PAIRINGS", "GATE_MODES", "ENGINES", "EXPORT_FORMATS", "BACKENDS", "SIMULATORS",
+           "FPGA_TARGETS", "C_WIDTHS", "IMAGE_SIZE", "CONV_FIELDS"]
+
+PAIRINGS = ("random", "unique")
+GATE_MODES = ("soft", "gumbel", "hard")
+ENGINES = ("auto", "torch", "fused")          # how the torch layers compute (see _layers)
+EXPORT_FORMATS = ("json", "c", "verilog")
+BACKENDS = ("numpy", "c", "verilog")          # the circuit back ends verify compares
+SIMULATORS = ("auto", "iverilog", "verilator")
+FPGA_TARGETS = ("ice40-up5k", "ice40-hx8k", "ice40-lp8k", "ice40-hx1k", "ice40-lp1k")
+C_WIDTHS = ("auto", "64", "256", "512")
+IMAGE_SIZE = 28                               # MNIST: 28 × 28 pixels
+CONV_FIELDS = ("conv_blocks", "conv_growth", "receptive", "conv_depth", "conv_stride",
+               "padding", "conv_groups")
+
+_DATA_DIR_HELP = "data directory (default: $KAIRO_DATA_DIR, else the user cache dir)"
+
+
+def _required(cfg, *names: str) -> None:
+    for name in names:
+        if not getattr(cfg, name):
+            raise ConfigError(f"{name}: required (--{name.replace('_', '-')})")
+
+
+@dataclass(frozen=True)
+class LogicTrainConfig:
+    """``kairo logic train``: a dense or convolutional logic-gate network on MNIST.
+
+    ``kernels`` = 0: Binarize → LogicDense × layers → GroupSum. ``kernels`` > 0: Binarize (the
+    thresholds are the channels) → [LogicConv2d → OrPooling2d 2×2] × conv_blocks (block i has
+    kernels·conv_growth^i kernels) → flatten → LogicDense × layers → GroupSum.
+    """
+
+    dataset: str = option("mnist", "data set (MNIST, the only one so far)", choices=("mnist",))
+    classes: tuple[int, ...] = option((0, 1, 2, 3, 4, 5, 6, 7, 8, 9),
+                                      "comma-separated digits to classify, e.g. 0,1",
+                                      low=0, high=9)
+    thresholds: tuple[int, ...] = option((127,), "pixel thresholds 0-255, increasing (one: a "
+                                         "fixed binarization; several: a thermometer code)",
+                                         low=0, high=255)
+    kernels: int = option(0, "kernels of the first convolutional block (0: a dense network)",
+                          low=0)
+    conv_blocks: int = option(2, "LogicConv2d + 2x2 OR-pooling blocks", low=1)
+    conv_growth: int = option(2, "kernels multiply by this from one block to the next", low=1)
+    receptive: int = option(3, "receptive field (pixels per side) of each logic tree", low=1)
+    conv_depth: int = option(3, "levels of gates in each kernel's logic tree", low=1, high=8)
+    conv_stride: int = option(1, "stride of the logic convolutions", low=1)
+    padding: int = option(1, "zero padding of the logic convolutions", low=0)
+    conv_groups: int = option(1, "channel groups of the logic convolutions (divides the "
+                              "thresholds and kernels)", low=1)
+    hidden: int = option(1000, "logic neurons per dense layer", low=1)
+    layers: int = option(2, "dense logic layers (the last feeds the class vote)", low=1)
+    pairing: str = option("unique", "wiring of the gates' two inputs: unique (every input used "
+                          "before any twice) or random", choices=PAIRINGS)
+    residual_init: float = option(0.0, "> 0: the pass-through gate's logit starts at this "
+                                  "value (deep stacks start as identity); 0: N(0, 1) logits",
+                                  low=0)
+    gate_mode: str = option("soft", "soft (softmax mixture), gumbel (straight-through sampled "
+                            "gates) or hard (the argmax circuit forward, softmax gradients)",
+                            choices=GATE_MODES)
+    gumbel_tau: float = option(1.0, "temperature of the Gumbel softmax (gate_mode gumbel)",
+                               above=0)
+    tau: float = option(10.0, "GroupSum temperature (class score = group sum / tau)", above=0)
+    lr: float = option(0.01, "Adam learning rate", above=0)
+    lr_decay_from: int = option(-1, "-1: constant lr; else cosine decay of lr to 0 from this "
+                                "iteration on (≥ iters: after the end)", low=-1)
+    gate_temperature: float = option(
+        1.0, "softmax temperature of the gate logits at the last iteration, reached "
+             "geometrically from 1 from --gate-temperature-from on (1: off; e.g. 0.1 sharpens "
+             "the relaxed network towards its circuit)", above=0, high=1)
+    gate_temperature_from: int = option(-1, "iteration where --gate-temperature starts falling "
+                                        "(-1: where the cosine phase starts, else 0)", low=-1)
+    fix_at: tuple[int, ...] = option(
+        (), "comma-separated iterations: from the i-th, the i-th gate layer (conv blocks, then "
+            "dense layers) computes its argmax gates and stops learning, so later layers train "
+            "on the circuit's own values of it", low=0)
+    shift: int = option(0, "augmentation: move each training image by up to ±shift pixels "
+                        "(0: off)", low=0, high=8)
+    batch: int = option(128, "training images per iteration", low=1)
+    iters: int = option(1000, "training iterations (batches)", low=1)
+    eval_every: int = option(200, "iterations between validation evaluations", low=1)
+    keep_best: bool = option(False, "end with the weights of the best discrete validation "
+                             "accuracy instead of the last ones")
+    checkpoint_every: int = option(200, "iterations between checkpoints (the run resumes from "
+                                   "the last one)", low=1)
+    snapshots: tuple[int, ...] = option(
+        (), "comma-separated iterations whose checkpoints are kept in the results folder "
+            "(checkpoint-<iteration>.pt), to branch later runs from with --init-from", low=1)
+    init_from: str = option("", "start from this checkpoint (a snapshot or model.pt of a run "
+                            "with the same architecture) at its iteration and go on with this "
+                            "run's schedule")
+    val_fraction: float = option(0.1, "share of the training images held out for validation "
+                                 "(below 0.5)", above=0)
+    engine: str = option("auto", "how the layers compute: torch, fused (numba CPU kernels) or "
+                         "auto (fused when numba imports)", choices=ENGINES)
+    seed: int = option(0, "seed of the wiring, the initial logits, the batches and the "
+                       "validation split")
+    data_dir: str | None = option(None, _DATA_DIR_HELP)
+
+    def __post_init__(self):
+        check_fields(self)
+        if len(self.classes) < 2 or len(set(self.classes)) != len(self.classes):
+            raise ConfigError(f"classes must be ≥ 2 distinct digits 0–9, got {self.classes}")
+        if not isinstance(self.keep_best, bool):
+            raise ConfigError(f"keep_best must be true or false, got {self.keep_best!r}")
+        if self.hidden % len(self.classes):
+            raise ConfigError(f"class groups do not divide the outputs: hidden={self.hidden} "
+                              f"neurons into {len(self.classes)} classes")
+        if not self.val_fraction < 0.5:
+            raise ConfigError(f"val_fraction must be in (0, 0.5), got {self.val_fraction}")
+        if any(not 0 < k < self.iters for k in self.snapshots):
+            raise ConfigError(f"snapshots must be iterations in 1…iters−1 ({self.iters - 1}), got "
+                              f"{list(self.snapshots)}")
+        if any(not 0 <= k < self.iters for k in self.fix_at):
+            raise ConfigError(f"fix_at must be iterations in 0…iters−1 ({self.iters - 1}), one per "
+                              f"leading gate layer; got {list(self.fix_at)}")
+        n_gate = self.layers + (self.conv_blocks if self.kernels else 0)
+        if len(self.fix_at) > n_gate:
+            raise ConfigError(f"fix_at has {len(self.fix_at)} iterations but the network has "
+                              f"{n_gate} gate layers")
+        if len(self.thresholds) == 0 or any(b <= a for a, b in zip(self.thresholds,
+                                                                   self.thresholds[1:])):
+            raise ConfigError(f"thresholds must be increasing values in 0…255, got "
+                              f"{list(self.thresholds)}")
+        if self.kernels:
+            self.feature_sizes()
+
+    def feature_sizes(self) -> list[tuple[int, int]]:
+        """(channels, side) of the feature map after each conv block, checked as it goes."""
+        if not self.padding < self.receptive:
+            raise ConfigError(f"padding must be in 0…receptive−1, got padding={self.padding} "
+                              f"with receptive={self.receptive}")
+        n_th = len(self.thresholds)
+        if n_th % self.conv_groups or self.kernels % self.conv_groups:
+            raise ConfigError(f"conv_groups={self.conv_groups} must divide the input channels "
+                              f"(thresholds: {n_th}) and kernels={self.kernels}")
+        side, out = IMAGE_SIZE, []
+        for i in range(self.conv_blocks):
+            if side + 2 * self.padding < self.receptive:
+                raise ConfigError(
+                    f"conv block {i + 1} of conv_blocks={self.conv_blocks} gets a {side}×{side} "
+                    f"feature map, smaller than receptive={self.receptive} with "
+                    f"padding={self.padding}; use fewer conv_blocks, a smaller receptive or "
+                    f"conv_stride, or more padding")
+            side = (side + 2 * self.padding - self.receptive) // self.conv_stride + 1
+            if side < 2:
+                raise ConfigError(
+                    f"conv block {i + 1} of conv_blocks={self.conv_blocks} leaves a {side}×{side} "
+                    f"map, too small for its 2×2 OR pooling; use fewer conv_blocks or a smaller "
+                    f"conv_stride or receptive")
+            side //= 2
+            out.append((self.kernels * self.conv_growth ** i, side))
+        return out
+
+    def arch(self) -> dict:
+        """What a checkpoint must match to be loaded into this model."""
+        return {"n_classes": len(self.classes), "thresholds": list(self.thresholds),
+                "hidden": self.hidden, "layers": self.layers, "pairing": self.pairing,
+                "seed": self.seed, "kernels": self.kernels,
+                **{k: getattr(self, k) for k in CONV_FIELDS}}
+
+
+@dataclass(frozen=True)
+class ExportConfig:
+    """``kairo logic export``: a circuit as JSON, C or Verilog, in one file."""
+
+    circuit: str = option("", "circuit JSON written by kairo logic train")
+    format: str = option("c", "json, c or verilog", choices=EXPORT_FORMATS)
+    output: str = option("", "file to write (its folder must exist)")
+    overwrite: bool = option(False, "replace an existing --output")
+    pipeline: int = option(0, "Verilog: register stages cutting the gate core by logic depth",
+                           low=0)
+    pipeline_votes: int = option(0, "Verilog: register stages spread over the vote adder trees "
+                                 "and the argmax", low=0)
+
+    def __post_init__(self):
+        check_fields(self)
+        _required(self, "circuit", "output")
+
+
+@dataclass(frozen=True)
+class VerifyConfig:
+    """``kairo logic verify``: every back end against the NumPy reference, bit for bit."""
+
+    circuit: str = option("", "circuit JSON written by kairo logic train")
+    backends: tuple[str, ...] = option(BACKENDS, "comma-separated: numpy, c, verilog",
+                                       choices=BACKENDS)
+    samples: int = option(0, "MNIST test images (of the circuit's classes) to check (0: all)",
+                          low=0)
+    verilog_samples: int = option(2000, "a prefix of them for the Verilog simulation, which is "
+                                  "slow (0: all)", low=0)
+    simulator: str = option("auto", "Verilog simulator: auto (Icarus Verilog if installed, else "
+                            "Verilator), iverilog, or verilator (compiled: slower to build, "
+                            "much faster on circuits of ~100k gates)", choices=SIMULATORS)
+    data_dir: str | None = option(None, _DATA_DIR_HELP)
+
+    def __post_init__(self):
+        check_fields(self)
+        _required(self, "circuit", "backends")
+
+
+@dataclass(frozen=True)
+class FpgaConfig:
+    """``kairo logic fpga``: Yosys + nextpnr report of a circuit in a shift-register wrapper."""
+
+    circuit: str = option("", "circuit JSON written by kairo logic train")
+    target: str = option("ice40-up5k", "FPGA part", choices=FPGA_TARGETS)
+    pipeline: int = option(0, "register stages cutting the gate core by logic depth", low=0)
+    pipeline_votes: int = option(0, "register stages spread over the vote adder trees and the "
+                                 "argmax (at most their levels − 1; adds to the latency; for "
+                                 "the fmax of circuits with many votes)", low=0)
+    io_bits: int = option(8, "input bits loaded per clock through the shift register", low=1)
+    freq: float = option(12.0, "clock (MHz) nextpnr aims for; the achieved fmax is reported",
+                         above=0)
+    seed: int = option(1, "seed of nextpnr's placement and of the simulated inputs")
+    timeout: float = option(1800.0, "seconds allowed for each Yosys / nextpnr run", above=0)
+    core_stats: bool = option(True, "also synthesize the core alone, to report the wrapper's "
+                              "cost")
+    sim_vectors: int = option(64, "random inputs the wrapper is simulated on with iverilog "
+                              "first (0: skip)", low=0)
+
+    def __post_init__(self):
+        check_fields(self)
+        _required(self, "circuit")
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """``kairo logic bench``: images/s of a circuit on one core, kairo vs the anchor's method."""
+
+    circuit: str = option("", "circuit JSON written by kairo logic train")
+    images: int = option(100_000, "images per timed pass (MNIST test images of the circuit's "
+                         "classes, repeated)", low=1)
+    repeats: int = option(5, "timed passes (the best counts)", low=1)
+    width: str = option("auto", "C word width: auto, 64, 256 or 512", choices=C_WIDTHS)
+    anchor: bool = option(True, "also time difflogic's method (NumPy packing + one C statement "
+                          "per gate)")
+    bits_path: bool = option(True, "also time NumPy thresholding + CompiledCircuit.predict")
+    bandwidth_mib: int = option(512, "buffer for measuring the read-bandwidth bound (0: skip)",
+                                low=0)
+    seed: int = option(0, "seed of the random images for circuits that are not 28 × 28")
+    data_dir: str | None = option(None, _DATA_DIR_HELP)
+
+    def __post_init__(self):
+        check_fields(self)
+        _required(self, "circuit")

@@ -1,0 +1,306 @@
+"""Training a :class:`~kairo.logic._model.LogicNet` on MNIST: the data splits, the schedules
+(learning rate, gate temperature, fixed layers; functions of the iteration alone, so a resumed
+or branched run follows the same ones), resumable checkpoints and branches from snapshots.
+
+The trainer hands each iteration's temperature and fixed layers to the model's forward; it
+never sets attributes on the layers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from kairo._checkpoint import check_compatible, load_checkpoint as _load, save_checkpoint
+from kairo._errors import ConfigError, DataError, KairoError
+from kairo.logic._config import LogicTrainConfig
+from kairo.logic._layers import fused_threads
+from kairo.logic._model import LogicNet, build_model, predict
+
+__all__ = ["train", "load_data", "load_checkpoint", "model_from_checkpoint", "snapshot_path",
+           "describe_branch", "lr_at", "gate_temperature_at", "fixed_layers", "random_shift",
+           "CHECKPOINT_FORMAT"]
+
+log = logging.getLogger(__name__)
+
+CHECKPOINT_FORMAT = "kairo.logic.checkpoint"
+
+
+def load_data(cfg: LogicTrainConfig) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """train / val / test splits of the chosen classes, labels renumbered 0…k−1."""
+    from kairo.data import load_mnist
+
+    out = {}
+    lut = np.full(10, -1)
+    lut[list(cfg.classes)] = np.arange(len(cfg.classes))
+    for split in ("train", "test"):
+        x, y = load_mnist(split, cfg.data_dir)
+        keep = lut[y] >= 0
+        out[split] = (x[keep], lut[y[keep]].astype(np.int64))
+    x, y = out["train"]
+    perm = np.random.default_rng(np.random.SeedSequence([cfg.seed, 12])).permutation(len(y))
+    n_val = int(round(cfg.val_fraction * len(y)))
+    out["val"] = (x[perm[:n_val]], y[perm[:n_val]])
+    out["train"] = (x[perm[n_val:]], y[perm[n_val:]])
+    return out
+
+
+@torch.no_grad()
+def accuracy(model: LogicNet, x: np.ndarray, y: np.ndarray, *, discrete: bool,
+             temperature: float = 1.0, fixed=(), batch: int | None = None) -> float:
+    """Validation accuracy of the discrete network (eval mode) or of the relaxed one as it
+    trains at this iteration (``temperature``, ``fixed``), without Gumbel noise."""
+    was = model.training
+    model.train(not discrete)
+    gates = {} if discrete else {"temperature": temperature, "fixed": fixed, "mode": "soft"}
+    try:
+        hits = int((predict(model, x, batch=batch, **gates) == y).sum())
+    finally:
+        model.train(was)
+    return hits / max(1, len(y))
+
+
+# ---------------------------------------------------------------------------- checkpoints
+def _save(path, model, optimizer, cfg: LogicTrainConfig, it: int, history: list, rng_state,
+          best: dict | None, branch: dict | None) -> None:
+    """``best`` ({"iter", "val_discrete", "model"}): with ``keep_best``, the weights of the
+    best discrete validation accuracy so far; ``model`` stays the latest (resuming continues
+    it)."""
+    save_checkpoint(path, {"version": 1, "iter": it, "arch": cfg.arch(),
+                           "config": dataclasses.asdict(cfg), "model": model.state_dict(),
+                           "optimizer": optimizer.state_dict(), "history": history,
+                           "torch_rng": rng_state, "best": best, "branch": branch},
+                    kind=CHECKPOINT_FORMAT)
+
+
+def load_checkpoint(path, cfg: LogicTrainConfig | None = None) -> dict:
+    """A logic checkpoint (``weights_only``: no code runs); with ``cfg``, refused unless it
+    was saved for the same architecture."""
+    state = _load(path, kind=CHECKPOINT_FORMAT)
+    if cfg is not None:
+        check_compatible(state["arch"], cfg.arch(), path,
+                         hint="the architecture must match to resume or branch from it")
+    return state
+
+
+def _config_of(state: dict, path) -> LogicTrainConfig:
+    try:
+        return LogicTrainConfig(**{k: tuple(v) if isinstance(v, list) else v
+                                   for k, v in state["config"].items()})
+    except (TypeError, KairoError) as exc:
+        raise DataError(f"checkpoint {path}: its training config is not one this kairo reads "
+                        f"({exc})") from None
+
+
+def snapshot_path(checkpoint, it: int) -> Path:
+    """Where the kept checkpoint of iteration ``it`` goes: ``<out>.checkpoint-<it>.pt``."""
+    checkpoint = Path(checkpoint)
+    return checkpoint.with_name(f"{checkpoint.name.removesuffix('.pt')}-{it}.pt")
+
+
+def model_from_checkpoint(path) -> tuple[LogicNet, LogicTrainConfig]:
+    """The model a checkpoint (or a run's model.pt) holds, in eval mode, and its config."""
+    state = load_checkpoint(path)
+    cfg = _config_of(state, path)
+    model = build_model(cfg)
+    best = state.get("best")
+    try:                    # a keep_best run's model is its best-validation weights
+        model.load_state_dict(best["model"] if cfg.keep_best and best else state["model"])
+    except RuntimeError as exc:
+        raise DataError(f"checkpoint {path}: weights do not fit the architecture ({exc})") \
+            from None
+    model.eval()
+    return model, cfg
+
+
+# what, besides the iteration schedules, makes a run's first iterations what they were
+_HISTORY_FIELDS = ("classes", "tau", "gate_mode", "gumbel_tau", "shift", "batch",
+                   "residual_init", "val_fraction")
+
+
+def branch_info(old: LogicTrainConfig, new: LogicTrainConfig, start: int) -> dict:
+    """Which settings differ between the run a checkpoint came from and the run branching
+    from it, over the iterations before ``start``. None differing: a single run of ``new``
+    from scratch replays the branched one exactly (the schedules are functions of the
+    iteration alone)."""
+    differs = [f for f in _HISTORY_FIELDS if getattr(old, f) != getattr(new, f)]
+    if any(lr_at(old, i) != lr_at(new, i) for i in range(start)):
+        differs.append("learning-rate schedule")
+    if any(gate_temperature_at(old, i) != gate_temperature_at(new, i) for i in range(start)):
+        differs.append("gate-temperature schedule")
+    if any(fixed_layers(old, i) != fixed_layers(new, i) for i in range(start)):
+        differs.append("fixed-layer schedule")
+    return {"iter": start, "same_as_single_run": not differs, "differs_before": differs}
+
+
+def describe_branch(branch: dict) -> str:
+    """One line on where a branched run started and whether a single run replays it."""
+    return (f"branched from {branch['from']} at iteration {branch['iter']} ("
+            + ("a single run of this config replays it" if branch["same_as_single_run"]
+               else "before it the runs differ in " + ", ".join(branch["differs_before"]))
+            + ")")
+
+
+# ---------------------------------------------------------------------------- schedules
+def lr_at(cfg: LogicTrainConfig, it: int) -> float:
+    """Learning rate of iteration ``it`` (0-based): constant, then with ``lr_decay_from`` ≥ 0
+    a cosine from ``lr`` down to 0 over the remaining iterations."""
+    k = cfg.lr_decay_from
+    if k < 0 or it < k:
+        return cfg.lr
+    return cfg.lr * 0.5 * (1.0 + math.cos(math.pi * (it - k) / (cfg.iters - k)))
+
+
+def gate_temperature_at(cfg: LogicTrainConfig, it: int) -> float:
+    """Softmax temperature of the gate logits at iteration ``it``: 1, then falling geometrically
+    to ``gate_temperature`` at the last iteration, from ``gate_temperature_from`` (default: the
+    start of the cosine phase, ``lr_decay_from``; without one, the start of the run). Lower
+    temperatures concentrate each mixture on its argmax gate, so the relaxed network the
+    optimizer sees approaches the discrete circuit that is exported."""
+    if cfg.gate_temperature == 1.0:
+        return 1.0
+    k = cfg.gate_temperature_from if cfg.gate_temperature_from >= 0 else max(cfg.lr_decay_from, 0)
+    frac = min(max((it - k) / max(cfg.iters - k, 1), 0.0), 1.0)
+    return cfg.gate_temperature ** frac
+
+
+def fixed_layers(cfg: LogicTrainConfig, it: int) -> tuple[int, ...]:
+    """Indices of the leading gate layers fixed to their argmax gates at iteration ``it``
+    (``fix_at``). A fixed layer's relaxed output is its circuit's output, so the layers after
+    it learn on the values the exported circuit will feed them (the first conv block
+    otherwise ends with a share of near-tied gates whose mixtures the circuit cannot
+    compute)."""
+    return tuple(i for i, k in enumerate(cfg.fix_at) if it >= k)
+
+
+def random_shift(x: np.ndarray, max_shift: int, rng: np.random.Generator) -> np.ndarray:
+    """Each image of ``x`` (n, 784 or 28×28, uint8) moved by its own random (dy, dx) in
+    −max_shift…max_shift, zeros shifted in."""
+    n = x.shape[0]
+    img = x.reshape(n, 28, 28)
+    p = max_shift
+    padded = np.zeros((n, 28 + 2 * p, 28 + 2 * p), np.uint8)
+    padded[:, p:p + 28, p:p + 28] = img
+    dy, dx = rng.integers(0, 2 * p + 1, size=(2, n))
+    # window origins per image; a gather of rows then columns
+    rows = (dy[:, None] + np.arange(28))[:, :, None]                        # [n, 28, 1]
+    cols = (dx[:, None] + np.arange(28))[:, None, :]                        # [n, 1, 28]
+    return padded[np.arange(n)[:, None, None], rows, cols].reshape(x.shape)
+
+
+# ---------------------------------------------------------------------------- training
+def _start_state(cfg: LogicTrainConfig, ckpt: Path | None, model, opt, gen) -> dict:
+    """Load where the run starts: its own checkpoint (resume), else ``init_from`` (a branch),
+    else nothing. Returns {"start", "history", "best", "branch", "resumed"}."""
+    out = {"start": 0, "history": [], "best": None, "branch": None, "resumed": None}
+    source = ckpt if ckpt is not None and ckpt.is_file() else None
+    if source is None and cfg.init_from:
+        source = Path(cfg.init_from)
+    if source is None:
+        return out
+    state = load_checkpoint(source, cfg)
+    start = int(state["iter"])
+    branch = state.get("branch")
+    if source != ckpt:                          # a branch from another run
+        if start >= cfg.iters:
+            raise ConfigError(f"init_from {source} is at iteration {start}; iters "
+                              f"({cfg.iters}) must be larger to train on from it")
+        info = branch_info(_config_of(state, source), cfg, start)
+        if branch and not branch["same_as_single_run"]:      # the source was no single run
+            info["differs_before"].append(f"the branch at iteration {branch['iter']} that "
+                                          f"made {source}")
+            info["same_as_single_run"] = False
+        branch = {"from": str(source), **info}
+    model.load_state_dict(state["model"])
+    opt.load_state_dict(state["optimizer"])
+    gen.set_state(state["torch_rng"])
+    if source == ckpt:
+        log.info("resumed from %s at iteration %d", ckpt, start)
+    else:
+        log.info("%s", describe_branch(branch))
+    return {"start": start, "history": list(state["history"]), "branch": branch,
+            "resumed": start,
+            "best": state.get("best") if source == ckpt else None}  # the old run's best is not ours
+
+
+def train(cfg: LogicTrainConfig, *, checkpoint=None, data=None,
+          progress_bar: bool | None = None) -> dict:
+    """Train; resume from ``checkpoint`` when it holds an earlier state of the same run
+    (saved there every ``checkpoint_every`` iterations, with ``snapshots`` kept beside it as
+    :func:`snapshot_path`), or branch from ``cfg.init_from``.
+
+    Returns {"model", "history" (iter, loss, relaxed/discrete validation accuracy),
+    "resumed_from", "seconds", "iters_per_s", "kept_iter", "branch"}. With ``cfg.keep_best``
+    the model ends with the weights of the evaluation with the highest discrete validation
+    accuracy (the first of equals; ``kept_iter``), else with the last ones (``kept_iter``
+    None).
+    """
+    from kairo._progress import progress
+
+    data = data or load_data(cfg)
+    xtr, ytr = data["train"]
+    model = build_model(cfg)
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    ckpt = Path(checkpoint) if checkpoint else None
+    st = _start_state(cfg, ckpt, model, opt, gen)
+    start, history, best, branch = st["start"], st["history"], st["best"], st["branch"]
+    model.train()
+    loss_fn = nn.CrossEntropyLoss()
+    t0 = time.perf_counter()
+    bar = progress(range(start, cfg.iters), total=cfg.iters - start, desc="train",
+                   enabled=progress_bar)
+    with fused_threads(model):
+        for it in bar:
+            idx = torch.randint(0, len(ytr), (cfg.batch,), generator=gen).numpy()
+            xb = xtr[idx]
+            if cfg.shift:
+                # seeded by (seed, iteration): a resumed run draws the same shifts
+                xb = random_shift(xb, cfg.shift,
+                                  np.random.default_rng(np.random.SeedSequence([cfg.seed, it])))
+            xb, yb = torch.from_numpy(xb), torch.from_numpy(ytr[idx])
+            for group in opt.param_groups:
+                group["lr"] = lr_at(cfg, it)
+            gates = {"temperature": gate_temperature_at(cfg, it),
+                     "fixed": fixed_layers(cfg, it)}
+            loss = loss_fn(model(xb, **gates), yb)
+            if loss.requires_grad:              # not when every gate layer is fixed
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+            done = it + 1
+            if done % cfg.eval_every == 0 or done == cfg.iters:
+                xv, yv = data["val"]
+                history.append({"iter": done, "loss": loss.item(),
+                                "val_relaxed": accuracy(model, xv, yv, discrete=False, **gates),
+                                "val_discrete": accuracy(model, xv, yv, discrete=True)})
+                if cfg.keep_best and (best is None or
+                                      history[-1]["val_discrete"] > best["val_discrete"]):
+                    best = {"iter": done, "val_discrete": history[-1]["val_discrete"],
+                            "model": {k: v.detach().clone()
+                                      for k, v in model.state_dict().items()}}
+            keep = best if cfg.keep_best else None
+            if ckpt is not None and (done % cfg.checkpoint_every == 0 or done == cfg.iters):
+                _save(ckpt, model, opt, cfg, done, history, gen.get_state(), keep, branch)
+            if ckpt is not None and done in cfg.snapshots:
+                _save(snapshot_path(ckpt, done), model, opt, cfg, done, history,
+                      gen.get_state(), keep, branch)
+    secs = time.perf_counter() - t0
+    kept = None
+    if cfg.keep_best and best is not None:
+        model.load_state_dict(best["model"])
+        kept = int(best["iter"])
+        log.info("kept the weights of iteration %d (discrete validation %.2f%%, the best of "
+                 "%d evaluations)", kept, 100 * best["val_discrete"], len(history))
+    model.eval()
+    return {"model": model, "history": history, "resumed_from": st["resumed"],
+            "seconds": secs,
+            "iters_per_s": (cfg.iters - start) / secs if secs > 0 else float("nan"),
+            "kept_iter": kept, "branch": branch}
