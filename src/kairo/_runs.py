@@ -244,10 +244,11 @@ class ResultsDir:
         elif hasattr(obj, "to_csv"):
             obj.to_csv(p, index=False)
         elif hasattr(obj, "savefig"):
-            import matplotlib.pyplot as plt
-
             obj.savefig(p, dpi=120, bbox_inches="tight")
-            plt.close(obj)
+            if getattr(obj.canvas, "manager", None) is not None:     # made through pyplot
+                import matplotlib.pyplot as plt
+
+                plt.close(obj)
         else:
             raise TypeError(f"cannot write a {type(obj).__name__} as {name}")
         if name not in self.files:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from kairo._app import check_fields, option
 from kairo._errors import ConfigError
+from kairo._jobs import EXECUTORS
 
 __all__ = ["ModelConfig", "TrainConfig", "ModelOptions", "TrainOptions", "DataOptions",
            "GridOptions", "TscTrainConfig", "EvaluateConfig", "PredictConfig", "MapsConfig",
@@ -46,7 +47,6 @@ ZNORMS = ("auto", "series", "channel", "none")
 BN_STATS = ("running", "recompute")
 SELECTS = ("holdout", "cv")
 SPLITS = ("train", "test")
-EXECUTORS = ("auto", "processes", "ray", "serial")    # kairo._jobs.EXECUTORS
 
 # every univariate classification set the aeon wheel ships (UnitTest aside), each with
 # published figures; the variable-length one as its equal-length copy, the input the

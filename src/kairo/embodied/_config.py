@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from kairo._app import check_fields, option
 from kairo._errors import ConfigError
+from kairo._jobs import EXECUTORS
 from kairo.reservoir._config import ConnectomeSource
 
 __all__ = ["FlySettings", "FlyConfig", "TrialsConfig", "ViewConfig", "CONTROLLERS",
@@ -24,11 +25,10 @@ NULL_CONTROLLERS = {"rewired": "rewire", "weight-shuffle": "weight-shuffle",
 CONTROLLERS = ("connectome", "braitenberg", "constant", *NULL_CONTROLLERS)
 WIRINGS = ("ipsilateral", "crossed")
 SENSING_MODES = ("relative", "absolute")
-# the values kairo.connectome.NORMALIZATIONS / SIGN_MODES and kairo._jobs.EXECUTORS accept,
-# written out so this module imports neither NumPy nor the job runner (a test keeps them equal)
+# the values kairo.connectome.NORMALIZATIONS / SIGN_MODES accept, written out so this module
+# imports no NumPy (a test keeps them equal)
 _NORMALIZATIONS = ("none", "spectral", "row", "column")
 _SIGN_MODES = ("excitatory", "dale", "keep")
-_EXECUTORS = ("auto", "processes", "ray", "serial")
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,7 @@ class TrialsConfig(FlySettings):
                                low=0, high=180)
     workers: int = option(0, "parallel worker processes (0: one per core)", low=0)
     executor: str = option("auto", "auto (Ray when RAY_ADDRESS is set, else processes), "
-                           "processes, ray, serial", choices=_EXECUTORS)
+                           "processes, ray, serial", choices=EXECUTORS)
 
     def __post_init__(self):
         super().__post_init__()
