@@ -25,10 +25,9 @@ Sections (each records the load average before and after, because the machine is
                  only; TST and ResNet never call it. Without tsai the section says so and the
                  run goes on.
 4. accuracy    — (``--accuracy``) the same training loop, budget and seeds for kairo's
-                 Transformer (pre-LN, the default, and post-LN) and ResNet (and the ResNet
-                 with the identity shortcut kairo had before 2026-11-30), the same-size torch
-                 encoder and tsai's TST and ResNet on
-                 GunPoint and MNIST-1D (length 40), z-normalized; test accuracy per seed.
+                 Transformer (pre-LN, the default, and post-LN) and ResNet, the same-size
+                 torch encoder and tsai's TST and ResNet on GunPoint and MNIST-1D (length
+                 40), z-normalized; test accuracy per seed.
                  ``--accuracy-only`` skips the timings (sections 2 and 3's speed part) and
                  writes ``attention_speed_accuracy.json``; ``--acc-seeds N`` runs seeds 0..N-1;
                  ``--resnet-ablation`` adds kairo ResNets changed in the ways tsai's differs,

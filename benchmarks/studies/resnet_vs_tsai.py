@@ -31,19 +31,14 @@ from pathlib import Path
 
 import torch
 
+from kairo._stats import sign_test_p
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))     # benchmarks/: _common
 from _common import atomic_write_json, loadavg  # noqa: E402
 from attention_speed import (DEFAULT_TSAI_PYTHON, FULL, RESULTS, SEED, Timer,  # noqa: E402
                              n_params, run_tsai)
 
 KAIRO = {"kairo_resnet": (8, 5, 3), "kairo_resnet_k753": (7, 5, 3)}
-
-
-def sign_test_p(wins: int, n: int) -> float:
-    """Two-sided sign test: ``wins`` rounds ahead of ``n`` untied ones against 1/2."""
-    from scipy.stats import binomtest
-
-    return 1.0 if n == 0 else float(binomtest(wins, n, 0.5).pvalue)
 
 
 def main(argv=None) -> int:
@@ -126,7 +121,7 @@ def main(argv=None) -> int:
             summary[n][k] = {"median_ratio": round(statistics.median(rs), 4),
                              "min": min(rs), "max": max(rs), "rounds_ahead": wins,
                              "rounds_behind": losses,
-                             "sign_test_p": round(sign_test_p(wins, wins + losses), 4)}
+                             "sign_test_p": round(sign_test_p(wins, losses), 4)}
     env = environment()
     res = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
            "command": "python benchmarks/studies/resnet_vs_tsai.py "

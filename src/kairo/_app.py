@@ -50,18 +50,20 @@ class Command:
     folder: bool = True
     default_out: str = ""
 
-    @property
-    def family(self) -> str:
-        return self.name.split()[0]
+    def __post_init__(self):
+        if self.inputs is not None and not self.folder:
+            raise ValueError(f"{self.name}: inputs are recorded in a results folder; a command "
+                             f"without one (folder=False) has nowhere to record them")
 
 
 def option(default, help: str, *, choices=None, low=None, high=None, positional=False,
-           above=None, **kw):
+           above=None, required=False, **kw):
     """A config field with its help text and the values it accepts (checked by
     :func:`check_fields`). ``low``/``high`` bound numbers inclusively, ``above`` exclusively;
-    for tuple fields they apply to every element."""
+    for tuple fields they apply to every element. A ``required`` field must not be left
+    empty (its default is the empty value)."""
     meta = {"help": help, "choices": tuple(choices) if choices else None, "low": low,
-            "high": high, "above": above, "positional": positional}
+            "high": high, "above": above, "positional": positional, "required": required}
     if isinstance(default, (list, dict, set)):
         raise TypeError("option defaults must be immutable (use a tuple)")
     return field(default=default, metadata=meta, **kw)
@@ -82,8 +84,9 @@ def _bound_error(name, v, meta) -> str | None:
 
 
 def check_fields(cfg) -> None:
-    """Check every field of ``cfg`` against the choices and bounds :func:`option` gave it;
-    the error names the field. Configs call it first in ``__post_init__``."""
+    """Check every field of ``cfg`` against the choices, bounds and ``required`` that
+    :func:`option` gave it; the error names the field. Configs call it first in
+    ``__post_init__``."""
     for f in dataclasses.fields(cfg):
         v = getattr(cfg, f.name)
         meta = f.metadata
@@ -95,13 +98,9 @@ def check_fields(cfg) -> None:
             msg = _bound_error(f.name, one, meta)
             if msg:
                 raise ConfigError(msg)
-
-
-def help_text(cls, name: str) -> str:
-    for f in dataclasses.fields(cls):
-        if f.name == name:
-            return f.metadata.get("help", "")
-    raise KeyError(name)
+    for f in dataclasses.fields(cfg):       # after the values given: those errors come first
+        if f.metadata.get("required") and getattr(cfg, f.name) in ("", None, ()):
+            raise ConfigError(f"{f.name}: required (--{f.name.replace('_', '-')})")
 
 
 _REGISTRY: dict[str, Command] | None = None

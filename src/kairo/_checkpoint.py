@@ -9,7 +9,7 @@ from pathlib import Path
 from kairo._errors import DataError, DataNotFoundError
 from kairo._runs import atomic_write
 
-__all__ = ["save_checkpoint", "load_checkpoint", "check_compatible"]
+__all__ = ["save_checkpoint", "load_checkpoint", "check_compatible", "settings_diff"]
 
 
 def save_checkpoint(path, state: dict, *, kind: str) -> None:
@@ -45,12 +45,17 @@ def load_checkpoint(path, *, kind: str, what: str = "checkpoint") -> dict:
     return state
 
 
+def settings_diff(saved: dict, now: dict) -> dict:
+    """{key: (saved, now)} for every key whose value differs (missing counts as None)."""
+    keys = sorted(set(saved) | set(now))
+    return {k: (saved.get(k), now.get(k)) for k in keys if saved.get(k) != now.get(k)}
+
+
 def check_compatible(saved: dict, now: dict, path, *, what: str = "checkpoint",
                      hint: str = "") -> None:
     """Refuse to resume from ``path`` when the settings it was saved with (``saved``) differ
     from this run's (``now``); the error lists each difference as (saved, now)."""
-    keys = sorted(set(saved) | set(now))
-    diff = {k: (saved.get(k), now.get(k)) for k in keys if saved.get(k) != now.get(k)}
+    diff = settings_diff(saved, now)
     if diff:
         raise DataError(f"{what} {path} was saved by a run with other settings (saved vs now: "
                         f"{diff}){'; ' + hint if hint else ''}")

@@ -68,8 +68,10 @@ def load_config_file(path) -> dict:
 def _coerce(cls, name: str, value, source: str):
     base, is_tuple = field_kind(cls, name)
     where = f"{source}: field {name!r}"
-    # a field annotated ``str | bool`` (a mode that was once a switch) takes both
-    also_bool = bool in typing.get_args(_type_hints(cls)[name])
+    # a mode whose choices include "true"/"false" (e.g. auto/true/false) takes YAML's booleans
+    choices = next(f.metadata.get("choices") or () for f in dataclasses.fields(cls)
+                   if f.name == name)
+    takes_bool = "true" in choices and "false" in choices
 
     def one(v):
         if base is bool:
@@ -91,8 +93,8 @@ def _coerce(cls, name: str, value, source: str):
             except (TypeError, ValueError):
                 raise ConfigError(f"{where} expects a number, got {v!r}") from None
         if base is str:
-            if isinstance(v, bool) and also_bool:
-                return v
+            if isinstance(v, bool) and takes_bool:
+                return "true" if v else "false"
             if not isinstance(v, (str, int, float)) or isinstance(v, bool):
                 raise ConfigError(f"{where} expects a string, got {v!r}")
             return str(v)

@@ -198,14 +198,22 @@ class ResultsDir:
         self.data_files: dict[str, dict] = {}
         self.resolved: dict = {}
         self.files: list[str] = []
-        self.checkpoint = self.out.with_name(self.out.name + ".checkpoint.pt")
+        self._checkpoint = self.out.with_name(self.out.name + ".checkpoint.pt")
+        self._uses_checkpoint = False
         self._discard: list[Path] = []
         if self.out.exists() and not overwrite:
             raise KairoError(f"output folder {self.out} already exists; choose another --out "
                              f"or pass --overwrite")
 
+    @property
+    def checkpoint(self) -> Path:
+        """Where a resumable command keeps its state; only a run that asked for it has it
+        deleted on success (another command writing the same --out leaves it alone)."""
+        self._uses_checkpoint = True
+        return self._checkpoint
+
     def __enter__(self) -> ResultsDir:
-        self._ckpt_before = _mtime(self.checkpoint)
+        self._ckpt_before = _mtime(self._checkpoint)
         self._folder = atomic_folder(self.out, overwrite=self.overwrite)
         self.path = self._folder.__enter__()
         self.started = _dt.datetime.now(_dt.timezone.utc)
@@ -220,13 +228,13 @@ class ResultsDir:
                 raise
         self._folder.__exit__(exc_type, exc, tb)
         if exc_type is None:
-            for p in [self.checkpoint, *self._discard]:
+            for p in ([self._checkpoint] if self._uses_checkpoint else []) + self._discard:
                 Path(p).unlink(missing_ok=True)
-        elif _mtime(self.checkpoint) not in (None, self._ckpt_before):
+        elif self._uses_checkpoint and _mtime(self._checkpoint) not in (None, self._ckpt_before):
             # a run that stopped after saving state says where it is, so nobody is surprised
             # that the next run resumes (or wonders what the file next to --out is)
             log.warning("%s stopped; its checkpoint %s is kept: the same command resumes from "
-                        "it (delete it to start over)", self.command, self.checkpoint)
+                        "it (delete it to start over)", self.command, self._checkpoint)
 
     # ---------------------------------------------------------------- writers
     def add(self, name: str, obj=None) -> Path:

@@ -210,7 +210,9 @@ def run_demo(cfg: DemoConfig, rd) -> str:
         if not step.command.startswith("reservoir"):
             chains.setdefault(step.command.split()[0], []).append(step)
             begin(step)
-    for chain in map_jobs(run_steps, [(rd.path, c) for c in chains.values()], desc="demo"):
+    # local processes, never Ray: the steps write into this machine's temporary report folder
+    for chain in map_jobs(run_steps, [(rd.path, c) for c in chains.values()],
+                          executor="processes", desc="demo"):
         for step, summary, secs in chain:
             results[step.name] = (step, summary, secs)
             end(step, secs)

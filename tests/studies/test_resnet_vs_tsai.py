@@ -14,12 +14,6 @@ def bench(load_benchmark):
     return load_benchmark("studies/resnet_vs_tsai")
 
 
-@pytest.mark.parametrize("wins, n, p", [(8, 8, 2 / 256), (0, 8, 2 / 256), (4, 8, 1.0),
-                                        (7, 8, 2 * 9 / 256), (0, 0, 1.0)])
-def test_sign_test_known_values(bench, wins, n, p):
-    assert bench.sign_test_p(wins, n) == pytest.approx(p)
-
-
 def test_kairo_753_resnet_has_tsai_resnets_parameter_count(bench):
     from kairo.attention import ModelConfig, build_classifier
 

@@ -537,7 +537,7 @@ COMMANDS = [
     Command("tsc evaluate", EvaluateConfig, run_evaluate, "metrics of a trained model on a "
             "dataset", inputs=inputs),
     Command("tsc predict", PredictConfig, run_predict, "classes and probabilities for your "
-            "series (CSV)", inputs=inputs, folder=False),
+            "series (CSV)", folder=False),
     Command("tsc compare-pooling", CompareConfig, run_compare, "every pooling head × encoder × "
             "dataset × seed, with paired tests against mean pooling", inputs=_grid_inputs),
     Command("tsc benchmark", BenchmarkConfig, run_benchmark, "the best configuration per "

@@ -374,7 +374,7 @@ class TscTrainConfig(DataOptions, Seed, TrainOptions, ModelOptions, EncoderPool)
 class EvaluateConfig:
     """``kairo tsc evaluate``: a trained model scored on a split of a dataset or on a file."""
 
-    model: str = option("", "a model.pt written by kairo tsc train (required)")
+    model: str = option("", "a model.pt written by kairo tsc train", required=True)
     dataset: str = option("", "an aeon-shipped UCR/UEA set or MNIST1D (kairo tsc list); "
                           "empty: the set the model was trained on")
     split: str = option("test", "the dataset split to score: train or test", choices=SPLITS)
@@ -387,8 +387,6 @@ class EvaluateConfig:
 
     def __post_init__(self):
         _check(self)
-        if not self.model:
-            raise ConfigError("model is required (a model.pt written by kairo tsc train)")
         if self.test_file and self.split != "test":
             raise ConfigError(f"split {self.split} picks a split of the dataset; with "
                               f"test_file that file is scored: leave split at test")
@@ -411,10 +409,10 @@ class MapsConfig(EvaluateConfig):
 class PredictConfig:
     """``kairo tsc predict``: predicted class and probabilities of every series of a file."""
 
-    model: str = option("", "a model.pt written by kairo tsc train (required)")
+    model: str = option("", "a model.pt written by kairo tsc train", required=True)
     input: str = option("", "series to classify: .ts, .csv (one series per row, no label "
-                        "column unless --labelled) or .npz (array x)/.npy (required)")
-    output: str = option("", "the CSV file to write (its folder must exist; required)")
+                        "column unless --labelled) or .npz (array x)/.npy", required=True)
+    output: str = option("", "the CSV file to write (its folder must exist)", required=True)
     pad: bool = option(False, "allow series of different lengths (padded at the end and "
                        "masked)")
     labelled: bool = option(False, "the input carries labels as a training file does (.csv: "
@@ -424,9 +422,6 @@ class PredictConfig:
 
     def __post_init__(self):
         _check(self)
-        for name in ("model", "input", "output"):
-            if not getattr(self, name):
-                raise ConfigError(f"{name} is required (--model, --input and --output)")
 
 
 @dataclass(frozen=True)

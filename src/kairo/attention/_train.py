@@ -20,7 +20,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from kairo._checkpoint import check_compatible, load_checkpoint, save_checkpoint
+from kairo._checkpoint import (check_compatible, load_checkpoint, save_checkpoint,
+                               settings_diff)
+from kairo._device import resolve_device
 from kairo._errors import ConfigError, DataError, KairoError
 from kairo.attention._attention import MultiHeadAttention
 from kairo.attention._augment import augment, check_mask, is_active
@@ -53,12 +55,7 @@ def _model_config(fields: dict):
 
 
 def _device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("train field 'device' is 'cuda' but torch sees no CUDA device; use "
-                          "'cpu' or 'auto'")
-    return torch.device(name)
+    return torch.device(resolve_device(name))
 
 
 def _epoch_seed(seed: int, epoch: int) -> int:
@@ -103,11 +100,6 @@ def _fingerprint(data: TSData) -> dict:
             h.update(np.ascontiguousarray(a).tobytes())
     return {"name": data.name, "shape": list(data.x.shape), "classes": list(data.classes),
             "digest": h.hexdigest()}
-
-
-def _diff(saved: dict, now: dict) -> dict:
-    keys = sorted(set(saved) | set(now))
-    return {k: (saved.get(k), now.get(k)) for k in keys if saved.get(k) != now.get(k)}
 
 
 def _cpu_state(model: nn.Module) -> dict:
@@ -405,7 +397,10 @@ def save_classifier(path, model: nn.Module, model_cfg, meta: dict | None = None)
     wrong = {k: (v, arch[k]) for k, v in cfg.items() if k in arch and arch[k] != v}
     if wrong:
         raise KairoError(f"model_cfg does not describe this model (config vs model: {wrong})")
-    save_checkpoint(path, {"version": 1, "arch": arch, "config": cfg, "meta": meta,
+    # what "auto" resolved to is saved too: the file rebuilds this model even if an
+    # encoder's defaults change later
+    save_checkpoint(path, {"version": 1, "arch": arch, "config": cfg,
+                           "resolved": dict(model.resolved), "meta": meta,
                            "model": _cpu_state(model)}, kind=_MODEL_FORMAT)
 
 
@@ -417,22 +412,24 @@ def load_classifier(path, expect_arch: dict | None = None) -> tuple[nn.Module, d
     state = load_checkpoint(path, kind=_MODEL_FORMAT, what="model file")
     try:
         arch, cfg_fields, meta = dict(state["arch"]), dict(state["config"]), dict(state["meta"])
-        weights = state["model"]
+        resolved, weights = dict(state["resolved"]), state["model"]
+        pinned = {"head_norm": "true" if resolved["head_norm"] else "false",
+                  "weight_init": resolved["weight_init"]}
     except (KeyError, TypeError, ValueError):
-        raise DataError(f"model file {path}: incomplete (needs arch, config, meta and "
-                        f"model)") from None
+        raise DataError(f"model file {path}: incomplete (needs arch, config, resolved, meta "
+                        f"and model)") from None
     if expect_arch is not None:
-        diff = _diff(arch, dict(expect_arch))
+        diff = settings_diff(arch, dict(expect_arch))
         if diff:
             raise DataError(f"model file {path} was saved for a different architecture "
                             f"(saved vs expected: {diff})")
     try:
-        model = _build(_model_config(cfg_fields), arch["n_channels"], arch["n_classes"],
-                       arch["max_len"])
+        model = _build(_model_config({**cfg_fields, **pinned}), arch["n_channels"],
+                       arch["n_classes"], arch["max_len"])
     except (KeyError, TypeError, ConfigError) as exc:
         raise DataError(f"model file {path}: its architecture cannot be rebuilt by this "
                         f"version of kairo ({exc})") from None
-    diff = _diff(arch, model.arch)
+    diff = settings_diff({**arch, **{k: v for k, v in pinned.items() if k in arch}}, model.arch)
     if diff:
         raise DataError(f"model file {path}: the rebuilt model differs from the saved "
                         f"architecture (saved vs rebuilt: {diff})")

@@ -26,7 +26,9 @@ class DataConfig:
 
 
 def _path(cfg: DataConfig, rd) -> str:
-    return cfg.data_dir
+    from kairo.data._store import data_dir
+
+    return str(data_dir(cfg.data_dir or None))
 
 
 def _fetch(cfg: DataConfig, rd, *, download: bool = True) -> str:

@@ -133,6 +133,5 @@ COMMANDS = [
     Command("fly trials", TrialsConfig, _trials, "many trials in parallel, with statistics",
             description="many trials in parallel", inputs=_trials_inputs),
     Command("fly view", ViewConfig, _view, "the live MuJoCo viewer on the closed loop",
-            description="the live MuJoCo viewer (needs a display)", inputs=_run_inputs,
-            folder=False),
+            description="the live MuJoCo viewer (needs a display)", folder=False),
 ]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from kairo._app import check_fields, option
 from kairo._errors import ConfigError
 from kairo._jobs import EXECUTORS
-from kairo.reservoir._config import ConnectomeSource
+from kairo.reservoir._config import NORMALIZATIONS, SIGNS, ConnectomeSource
 
 __all__ = ["FlySettings", "FlyConfig", "TrialsConfig", "ViewConfig", "CONTROLLERS",
            "NULL_CONTROLLERS", "WIRINGS", "SENSING_MODES"]
@@ -25,10 +25,8 @@ NULL_CONTROLLERS = {"rewired": "rewire", "weight-shuffle": "weight-shuffle",
 CONTROLLERS = ("connectome", "braitenberg", "constant", *NULL_CONTROLLERS)
 WIRINGS = ("ipsilateral", "crossed")
 SENSING_MODES = ("relative", "absolute")
-# the values kairo.connectome.NORMALIZATIONS / SIGN_MODES accept, written out so this module
-# imports no NumPy (a test keeps them equal)
-_NORMALIZATIONS = ("none", "spectral", "row", "column")
-_SIGN_MODES = ("excitatory", "dale", "keep")
+# the fly also keeps the connectome's own signs (reservoir configs draw them)
+_SIGN_MODES = SIGNS + ("keep",)
 
 
 @dataclass(frozen=True)
@@ -52,7 +50,7 @@ class FlySettings(ConnectomeSource):
     seed: int = option(0, "seed of the physics, the sign draws and the null models")
     # brain
     norm: str = option("row", "normalization: none, spectral, row (out-weights sum to 1; the "
-                       "signal reaches DN-VNC), column", choices=_NORMALIZATIONS)
+                       "signal reaches DN-VNC), column", choices=NORMALIZATIONS)
     spectral_radius: float = option(0.9, "target spectral radius for --norm spectral",
                                     above=0)
     alpha: float = option(1.0, "global gain applied after normalization")

@@ -43,9 +43,13 @@ class VideoRecorder:
         self._tmp = self._file.enter_context(atomic_path(self.path, suffix=".mp4"))
         import imageio.v2 as imageio
 
-        self._writer = imageio.get_writer(self._tmp, format="FFMPEG", mode="I", fps=self.fps,
-                                          codec="libx264", quality=7, macro_block_size=16,
-                                          ffmpeg_log_level="error")
+        try:
+            self._writer = imageio.get_writer(self._tmp, format="FFMPEG", mode="I",
+                                              fps=self.fps, codec="libx264", quality=7,
+                                              macro_block_size=16, ffmpeg_log_level="error")
+        except BaseException as exc:
+            self._file.__exit__(type(exc), exc, exc.__traceback__)   # no temporary left
+            raise
         self.n_frames = 0
         self.last_frame: np.ndarray | None = None
         dpi = 100
@@ -174,11 +178,13 @@ class VideoRecorder:
         """Finish the file and move it into place (``ok``), or delete it."""
         try:
             self._writer.close()
-        finally:
-            if ok and self.n_frames:
-                self._file.close()
-            else:               # unwound as by an error: the temporary file is deleted
-                self._file.__exit__(KairoError, KairoError("video discarded"), None)
+        except BaseException as exc:         # ffmpeg failed: a truncated mp4 is not kept
+            self._file.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        if ok and self.n_frames:
+            self._file.close()
+        else:                   # unwound as by an error: the temporary file is deleted
+            self._file.__exit__(KairoError, KairoError("video discarded"), None)
         if ok and not self.n_frames:
             raise KairoError(f"video {self.path}: no frames were rendered (the trial was "
                              f"shorter than one frame interval)")

@@ -30,10 +30,7 @@ CONV_FIELDS = ("conv_blocks", "conv_growth", "receptive", "conv_depth", "conv_st
 _DATA_DIR_HELP = "data directory (default: $KAIRO_DATA_DIR, else the user cache dir)"
 
 
-def _required(cfg, *names: str) -> None:
-    for name in names:
-        if not getattr(cfg, name):
-            raise ConfigError(f"{name}: required (--{name.replace('_', '-')})")
+_CIRCUIT_HELP = "circuit JSON written by kairo logic train"
 
 
 @dataclass(frozen=True)
@@ -178,9 +175,9 @@ class LogicTrainConfig:
 class ExportConfig:
     """``kairo logic export``: a circuit as JSON, C or Verilog, in one file."""
 
-    circuit: str = option("", "circuit JSON written by kairo logic train")
+    circuit: str = option("", _CIRCUIT_HELP, required=True)
     format: str = option("c", "json, c or verilog", choices=EXPORT_FORMATS)
-    output: str = option("", "file to write (its folder must exist)")
+    output: str = option("", "file to write (its folder must exist)", required=True)
     overwrite: bool = option(False, "replace an existing --output")
     pipeline: int = option(0, "Verilog: register stages cutting the gate core by logic depth",
                            low=0)
@@ -189,16 +186,15 @@ class ExportConfig:
 
     def __post_init__(self):
         check_fields(self)
-        _required(self, "circuit", "output")
 
 
 @dataclass(frozen=True)
 class VerifyConfig:
     """``kairo logic verify``: every back end against the NumPy reference, bit for bit."""
 
-    circuit: str = option("", "circuit JSON written by kairo logic train")
+    circuit: str = option("", _CIRCUIT_HELP, required=True)
     backends: tuple[str, ...] = option(BACKENDS, "comma-separated: numpy, c, verilog",
-                                       choices=BACKENDS)
+                                       choices=BACKENDS, required=True)
     samples: int = option(0, "MNIST test images (of the circuit's classes) to check (0: all)",
                           low=0)
     verilog_samples: int = option(2000, "a prefix of them for the Verilog simulation, which is "
@@ -210,14 +206,13 @@ class VerifyConfig:
 
     def __post_init__(self):
         check_fields(self)
-        _required(self, "circuit", "backends")
 
 
 @dataclass(frozen=True)
 class FpgaConfig:
     """``kairo logic fpga``: Yosys + nextpnr report of a circuit in a shift-register wrapper."""
 
-    circuit: str = option("", "circuit JSON written by kairo logic train")
+    circuit: str = option("", _CIRCUIT_HELP, required=True)
     target: str = option("ice40-up5k", "FPGA part", choices=FPGA_TARGETS)
     pipeline: int = option(0, "register stages cutting the gate core by logic depth", low=0)
     pipeline_votes: int = option(0, "register stages spread over the vote adder trees and the "
@@ -235,14 +230,13 @@ class FpgaConfig:
 
     def __post_init__(self):
         check_fields(self)
-        _required(self, "circuit")
 
 
 @dataclass(frozen=True)
 class BenchConfig:
     """``kairo logic bench``: images/s of a circuit on one core, kairo vs the anchor's method."""
 
-    circuit: str = option("", "circuit JSON written by kairo logic train")
+    circuit: str = option("", _CIRCUIT_HELP, required=True)
     images: int = option(100_000, "images per timed pass (MNIST test images of the circuit's "
                          "classes, repeated)", low=1)
     repeats: int = option(5, "timed passes (the best counts)", low=1)
@@ -257,4 +251,3 @@ class BenchConfig:
 
     def __post_init__(self):
         check_fields(self)
-        _required(self, "circuit")

@@ -19,6 +19,7 @@ L edges after the one that samples ``start`` (the same edge without pipelining),
 core's latency (``pipeline + pipeline_votes`` register stages):
 a latency of ``L + 1`` edges counting that one. The input register is flip-flops with
 enable (no LUTs); the core alone is also synthesized so the report can say what the wrapper
+costs.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from torch import nn
 
 from kairo._checkpoint import check_compatible, load_checkpoint as _load, save_checkpoint
 from kairo._errors import ConfigError, DataError, KairoError
-from kairo.logic._config import LogicTrainConfig
+from kairo.logic._config import IMAGE_SIZE, LogicTrainConfig
 from kairo.logic._layers import fused_threads
 from kairo.logic._model import LogicNet, build_model, predict
 
@@ -184,14 +184,14 @@ def random_shift(x: np.ndarray, max_shift: int, rng: np.random.Generator) -> np.
     """Each image of ``x`` (n, 784 or 28×28, uint8) moved by its own random (dy, dx) in
     −max_shift…max_shift, zeros shifted in."""
     n = x.shape[0]
-    img = x.reshape(n, 28, 28)
+    img = x.reshape(n, IMAGE_SIZE, IMAGE_SIZE)
     p = max_shift
-    padded = np.zeros((n, 28 + 2 * p, 28 + 2 * p), np.uint8)
-    padded[:, p:p + 28, p:p + 28] = img
+    padded = np.zeros((n, IMAGE_SIZE + 2 * p, IMAGE_SIZE + 2 * p), np.uint8)
+    padded[:, p:p + IMAGE_SIZE, p:p + IMAGE_SIZE] = img
     dy, dx = rng.integers(0, 2 * p + 1, size=(2, n))
     # window origins per image; a gather of rows then columns
-    rows = (dy[:, None] + np.arange(28))[:, :, None]                        # [n, 28, 1]
-    cols = (dx[:, None] + np.arange(28))[:, None, :]                        # [n, 1, 28]
+    rows = (dy[:, None] + np.arange(IMAGE_SIZE))[:, :, None]                # [n, 28, 1]
+    cols = (dx[:, None] + np.arange(IMAGE_SIZE))[:, None, :]                # [n, 1, 28]
     return padded[np.arange(n)[:, None, None], rows, cols].reshape(x.shape)
 
 

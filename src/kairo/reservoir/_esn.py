@@ -164,8 +164,10 @@ class Reservoir:
         """The engine a run with ``n_streams`` streams uses."""
         if self.engine != "auto":
             return self.engine
+        if self.device == "cuda":            # asked for the GPU: refused there if none
+            return "torch"
         try:
-            if self.device != "cpu" and _torch().cuda.is_available():
+            if self.device == "auto" and _torch().cuda.is_available():
                 return "torch"
         except ImportError:  # pragma: no cover - torch is a dependency
             return "scipy"
@@ -261,9 +263,9 @@ class Reservoir:
 
     def resolve_device(self) -> str:
         """The torch device the torch engine runs on."""
-        if self.device != "auto":
-            return self.device
-        return "cuda" if _torch().cuda.is_available() else "cpu"
+        from kairo._device import resolve_device
+
+        return resolve_device(self.device)
 
     def _torch_weights(self, device):
         torch = _torch()

@@ -15,6 +15,7 @@ import numpy as np
 
 from kairo._errors import KairoError
 from kairo.logic._circuit import Circuit
+from kairo.logic._config import SIMULATORS
 from kairo.logic.backends._common import (IVERILOG_INSTALL, VERILATOR_INSTALL, check_circuit,
                                           class_bits, stderr_head, vbits)
 from kairo.logic.backends._verilog import verilog_latency, verilog_source
@@ -36,8 +37,8 @@ def find_simulator(simulator: str = "auto") -> str:
     ``"auto"`` prefers Icarus Verilog (much faster to build a testbench). Raises KairoError
     naming the package to install when none is available.
     """
-    if simulator not in ("auto", "iverilog", "verilator"):
-        raise KairoError(f"simulator must be \"auto\", \"iverilog\" or \"verilator\", got "
+    if simulator not in SIMULATORS:
+        raise KairoError(f"simulator must be one of {', '.join(SIMULATORS)}, got "
                          f"{simulator!r}")
     if simulator in ("auto", "iverilog"):
         if shutil.which("iverilog") and shutil.which("vvp"):

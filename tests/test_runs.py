@@ -1,0 +1,28 @@
+"""The results folder and the shared config plumbing, on their own."""
+
+from __future__ import annotations
+
+from kairo._app import execute, make_config
+from kairo._runs import ResultsDir
+from kairo.data._commands import DataConfig
+
+
+def test_only_a_run_that_keeps_a_checkpoint_deletes_it(tmp_path):
+    ckpt = tmp_path / "a.checkpoint.pt"
+    ckpt.write_text("a killed training run's state")
+    with ResultsDir(tmp_path / "a", command="data path", config=DataConfig(), overwrite=True) as rd:
+        rd.add("x.json", {"x": 1})
+    assert ckpt.is_file()                  # another command with the same --out keeps it
+    with ResultsDir(tmp_path / "a", command="data path", config=DataConfig(), overwrite=True) as rd:
+        assert rd.checkpoint == ckpt
+    assert not ckpt.exists()               # the run that kept it deletes it once committed
+
+
+def test_a_yaml_boolean_fills_an_auto_true_false_mode():
+    cfg = make_config("tsc train", {"head_norm": False, "dataset": "GunPoint"})
+    assert cfg.head_norm == "false"
+
+
+def test_data_path_from_the_api(tmp_path, monkeypatch):
+    monkeypatch.setenv("KAIRO_DATA_DIR", str(tmp_path))
+    assert execute("data path", DataConfig()).summary == str(tmp_path)
