@@ -31,7 +31,7 @@ __all__ = ["ModelConfig", "TrainConfig", "ModelOptions", "TrainOptions", "DataOp
 ENCODERS = ("resnet", "transformer")
 POOLS = ("mean", "max", "cls", "attention", "mha")
 NORM_POSITIONS = ("pre", "post")             # LayerNorm before or after each residual branch
-TOKENS = ("step", "patch")
+TOKENS = ("step", "patch", "conv")
 HEAD_NORMS = ("auto", "true", "false")
 WEIGHT_INITS = ("auto", "torch", "glorot")   # the encoder's, PyTorch's per-module, or Keras's
 POSITIONALS = ("sinusoidal", "learned", "rope", "none")
@@ -83,9 +83,15 @@ class ModelOptions:
     blocks: int = option(2, "Transformer blocks or ResNet blocks", low=1)
     norm_position: str = option("pre", "Transformer LayerNorm placement: pre (before each "
                                 "residual branch) or post (after)", choices=NORM_POSITIONS)
-    tokens: str = option("step", "Transformer tokens: step (one per time step) or patch",
-                         choices=TOKENS)
+    tokens: str = option("step", "Transformer tokens: step (one per time step), patch (one "
+                         "per --patch steps) or conv (a convolutional stem, then the mean of "
+                         "each window of steps, at most --max-tokens tokens)", choices=TOKENS)
     patch: int = option(16, "steps per token with --tokens patch", low=1)
+    stem_blocks: int = option(1, "--tokens conv: residual convolution blocks of width d_model "
+                              "(kernels --kernel-sizes) before attention", low=1)
+    max_tokens: int = option(64, "--tokens conv: the most tokens attention sees; the stem's "
+                             "output is averaged over windows of ceil(length / max_tokens) "
+                             "steps", low=1)
     positional: str = option("sinusoidal", "positional encoding: sinusoidal, learned, rope, "
                              "none", choices=POSITIONALS)
     dropout: float = option(0.1, "dropout on the Transformer's residual and MLP paths (never "
@@ -93,8 +99,9 @@ class ModelOptions:
     pool_heads: int = option(4, "heads of the mha pooling head (and of the cls pool's own "
                              "block on a ResNet)", low=1)
     pool_queries: int = option(1, "learned queries per head of the mha pooling head", low=1)
-    kernel_sizes: tuple[int, ...] = option((8, 5, 3), "ResNet: comma-separated kernel sizes "
-                                           "of each block's convolutions", low=1)
+    kernel_sizes: tuple[int, ...] = option((8, 5, 3), "ResNet and the conv stem: "
+                                           "comma-separated kernel sizes of each block's "
+                                           "convolutions", low=1)
     head_norm: str = option("auto", "LayerNorm between the pooled features and the linear "
                             "layer: true, false (none, as in Fawaz et al.'s ResNet) or auto "
                             "(false for resnet, true for transformer)", choices=HEAD_NORMS)
@@ -109,7 +116,10 @@ class ModelOptions:
 class TrainOptions:
     """The training fields (TrainConfig without ``seed``, which a grid counts from)."""
 
-    epochs: int = option(200, "training epochs (the most, with early stopping)", low=1)
+    epochs: int = option(0, "training epochs (the most, with early stopping); 0 = as many as "
+                         "--steps optimizer steps take", low=0)
+    steps: int = option(1500, "with --epochs 0, the training budget in optimizer steps, so "
+                        "that small and large training sets train alike", low=1)
     batch: int = option(32, "series per training batch", low=1)
     lr: float = option(1e-3, "peak learning rate (AdamW)", above=0.0)
     weight_decay: float = option(1e-2, "AdamW's decoupled weight decay", low=0.0)

@@ -213,8 +213,8 @@ def _conv_bn_eval(conv: nn.Conv1d, bn: nn.BatchNorm1d, x: torch.Tensor) -> torch
 
 class ResNet1D(nn.Module):
     """Residual 1-D CNN: ``blocks`` residual blocks of widths d, 2d, 2d, … (64, 128, 128 for
-    d = 64, as in Fawaz et al. 2019). ``stride`` > 1 shortens the series by that factor in every
-    block. ``forward(x [B,C,T], mask [B,T] | None) → (tokens [B,T',d_out], mask [B,T'] | None)``
+    d = 64, as in Fawaz et al. 2019; all d with ``widen=False``). ``stride`` > 1 shortens the
+    series by that factor in every block. ``forward(x [B,C,T], mask [B,T] | None) → (tokens [B,T',d_out], mask [B,T'] | None)``
     with masked tokens set to 0; ``steps_per_token`` = stride ** blocks.
     ``layout`` ("auto", "channels_last" or "bct"; an attribute that may be changed later) is the
     memory layout the blocks compute in, resolved per call by :func:`resnet_layout`; it changes
@@ -223,7 +223,7 @@ class ResNet1D(nn.Module):
 
     def __init__(self, in_channels: int, d: int = 64, blocks: int = 3,
                  kernel_sizes: tuple[int, ...] = (8, 5, 3), stride: int = 1,
-                 *, layout: str = "auto", device=None, dtype=None):
+                 *, widen: bool = True, layout: str = "auto", device=None, dtype=None):
         super().__init__()
         resnet_layout(layout)                                   # validates
         self.layout = layout
@@ -235,7 +235,7 @@ class ResNet1D(nn.Module):
             raise ConfigError(f"kernel_sizes must be a non-empty list of sizes ≥ 1, got "
                               f"{kernel_sizes}")
         fk = {"device": device, "dtype": dtype}
-        widths = [d] + [2 * d] * (blocks - 1)
+        widths = [d] + [2 * d if widen else d] * (blocks - 1)
         self.in_channels, self.d_out = in_channels, widths[-1]
         self.steps_per_token = stride ** blocks
         self.blocks = nn.ModuleList(
@@ -261,12 +261,29 @@ class ResNet1D(nn.Module):
         return tokens, mask
 
 
+def _window_mean(tokens: torch.Tensor, mask: torch.Tensor | None, s: int):
+    """tokens [B, T, D] (zero at masked steps) → [B, ceil(T/s), D]: the mean of the valid steps
+    of each window of s, and the windows' mask (valid if any step is). A window cut short by
+    the series' end averages the steps it has, as one cut short by padding does."""
+    if s == 1:
+        return tokens, mask
+    b, t, d = tokens.shape
+    valid = tokens.new_ones(b, t) if mask is None else mask.to(tokens.dtype)
+    pad = -t % s
+    total = F.pad(tokens, (0, 0, 0, pad)).view(b, -1, s, d).sum(2)                 # [B,T',D]
+    count = F.pad(valid, (0, pad)).view(b, -1, s).sum(2)                            # [B,T']
+    return total / count.clamp(min=1)[..., None], None if mask is None else count > 0
+
+
 class TransformerEncoder(nn.Module):
     """Tokens → positional encoding → [prefix] → ``layers`` Transformer blocks → LayerNorm (pre-LN).
 
     ``tokens="step"``: one token per time step, Linear(C → d). ``"patch"``: one token per
     ``patch`` steps, Conv1d(C, d, patch, stride=patch), T zero-padded up to a multiple of patch;
-    a patch is valid if any of its steps is. ``positional="rope"`` rotates q/k inside attention;
+    a patch is valid if any of its steps is. ``"conv"``: a convolutional stem, ``stem_blocks``
+    residual blocks of width d (:class:`ResNet1D`, ``kernel_sizes``) at full resolution, whose
+    outputs are averaged over windows of ceil(max_len / max_tokens) steps (valid steps only),
+    so attention sees at most ``max_tokens`` tokens that already carry local shape. ``positional="rope"`` rotates q/k inside attention;
     "sinusoidal"/"learned" are added to the tokens; "none" uses no positions. ``max_len`` is the
     longest series (in steps) the encoder accepts.
 
@@ -275,14 +292,15 @@ class TransformerEncoder(nn.Module):
     (tokens, mask) → (tokens, mask) after the embedding and positions, before the blocks (RoPE
     leaves room for one prefix token). With ``need_weights`` the per-layer attention weights
     [B,H,T',T'] are kept in ``last_weights`` (else it is None). ``steps_per_token`` is the
-    patch size (1 for step tokens).
+    patch or window size (1 for step tokens).
     """
 
     def __init__(self, in_channels: int, d: int = 64, n_heads: int = 4,
                  n_kv_heads: int | None = None, layers: int = 2, mlp_ratio: float = 4,
                  dropout: float = 0.1, norm: str = "pre", tokens: str = "step", patch: int = 16,
                  positional: str = "sinusoidal", max_len: int = DEFAULT_MAX_LEN, *,
-                 device=None, dtype=None):
+                 stem_blocks: int = 1, kernel_sizes: tuple[int, ...] = (8, 5, 3),
+                 max_tokens: int = 64, device=None, dtype=None):
         super().__init__()
         if tokens not in TOKENS:
             raise ConfigError(f"tokens must be one of {', '.join(TOKENS)}; got {tokens!r}")
@@ -291,17 +309,27 @@ class TransformerEncoder(nn.Module):
         if positional not in POSITIONALS:
             raise ConfigError(f"positional must be one of {', '.join(POSITIONALS)}; got "
                               f"{positional!r}")
-        if in_channels < 1 or layers < 1 or patch < 1 or max_len < 1:
-            raise ConfigError(f"TransformerEncoder needs in_channels, layers, patch, max_len ≥ 1, "
-                              f"got in_channels={in_channels}, layers={layers}, patch={patch}, "
-                              f"max_len={max_len}")
+        if min(in_channels, layers, patch, max_len, stem_blocks, max_tokens) < 1:
+            raise ConfigError(f"TransformerEncoder needs in_channels, layers, patch, max_len, "
+                              f"stem_blocks, max_tokens ≥ 1, got in_channels={in_channels}, "
+                              f"layers={layers}, patch={patch}, max_len={max_len}, "
+                              f"stem_blocks={stem_blocks}, max_tokens={max_tokens}")
         fk = {"device": device, "dtype": dtype}
         self.in_channels, self.d_out, self.max_len = in_channels, d, max_len
-        self.patch = patch if tokens == "patch" else 1
+        self.tokens = tokens
+        if tokens == "conv":
+            # a fixed window per model (set by the training length), so a series' tokens do
+            # not depend on how long the other series of its batch are
+            self.patch = -(-max_len // max_tokens)
+            self.stem = ResNet1D(in_channels, d, stem_blocks, kernel_sizes, widen=False, **fk)
+            self.embed = None
+        else:
+            self.patch = patch if tokens == "patch" else 1
+            self.stem = None
+            self.embed = nn.Linear(in_channels, d, **fk) if tokens == "step" else \
+                nn.Conv1d(in_channels, d, patch, stride=patch, **fk)
         self.steps_per_token = self.patch
         n_tok = -(-max_len // self.patch)
-        self.embed = nn.Linear(in_channels, d, **fk) if tokens == "step" else \
-            nn.Conv1d(in_channels, d, patch, stride=patch, **fk)
         self.pos = make_positional(positional, d, n_tok)
         self.blocks = nn.ModuleList(
             TransformerBlock(d, n_heads, n_kv_heads, mlp_ratio=mlp_ratio, dropout=dropout,
@@ -319,7 +347,9 @@ class TransformerEncoder(nn.Module):
                               f"build the model with a larger max_len")
         if mask is not None:
             x = x * mask[:, None, :].to(x.dtype)     # padding values never reach a token
-        if self.patch == 1:
+        if self.stem is not None:
+            tok, mask = _window_mean(*self.stem(x, mask), self.patch)               # [B,T/p,d]
+        elif self.patch == 1:
             tok = self.embed(x.transpose(1, 2))                                     # [B,T,d]
         else:
             x = F.pad(x, (0, -t % self.patch))

@@ -31,7 +31,8 @@ from kairo.attention._data import (TSData, _check_finite, _check_float32_range, 
                                    standardize, stratified_split, znormalize)
 
 __all__ = ["TrainConfig", "fit", "save_classifier", "load_classifier", "predict", "evaluate",
-           "recompute_bn_stats", "resolve_znorm", "scale_input", "check_max_len", "SCHEDULES"]
+           "recompute_bn_stats", "resolve_znorm", "scale_input", "check_max_len", "SCHEDULES",
+           "param_groups", "n_epochs"]
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +92,39 @@ def _scheduler(opt, cfg: TrainConfig, total: int):
         return 0.5 * (1.0 + math.cos(math.pi * done))      # cosine to 0
 
     return torch.optim.lr_scheduler.LambdaLR(opt, factor)
+
+
+def n_epochs(cfg: TrainConfig, n_train: int) -> int:
+    """The epochs a run trains for: ``cfg.epochs``, or with 0 enough epochs of ``n_train``
+    series in batches of ``cfg.batch`` for ``cfg.steps`` optimizer steps (at least one)."""
+    return cfg.epochs or -(-cfg.steps // len(_batches(n_train, cfg.batch)))
+
+
+def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
+    """AdamW parameter groups: ``weight_decay`` on the weights of convolutions, linear layers
+    and attention projections; none on biases, normalization parameters, pooling queries, CLS
+    tokens and learned position tables, whose pull towards zero is a pull towards a different
+    function rather than towards a smaller one (as timm and most Transformer recipes do).
+    Every trainable parameter is in exactly one group."""
+    from kairo.attention._encodings import LearnedEncoding
+    from kairo.attention._pooling import ClsPool, MultiHeadAttentionPool
+
+    exempt = set()
+    for m in model.modules():
+        if isinstance(m, (nn.LayerNorm, nn.GroupNorm, nn.modules.batchnorm._BatchNorm)):
+            exempt.update(id(p) for p in m.parameters(recurse=False))
+        elif isinstance(m, MultiHeadAttentionPool):
+            exempt.add(id(m.query))
+        elif isinstance(m, ClsPool):
+            exempt.add(id(m.cls))
+        elif isinstance(m, LearnedEncoding):
+            exempt.add(id(m.weight))
+        bias = getattr(m, "bias", None)
+        if isinstance(bias, nn.Parameter):
+            exempt.add(id(bias))
+    params = [p for p in model.parameters() if p.requires_grad]
+    return [{"params": [p for p in params if id(p) not in exempt], "weight_decay": weight_decay},
+            {"params": [p for p in params if id(p) in exempt], "weight_decay": 0.0}]
 
 
 def _fingerprint(data: TSData) -> dict:
@@ -219,8 +253,9 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, progress_bar) 
 
     torch.manual_seed(cfg.seed)
     model = _build(model_cfg, data.n_channels, data.n_classes, data.n_steps).to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    sched = _scheduler(opt, cfg, cfg.epochs * len(_batches(len(tr), cfg.batch)))
+    opt = torch.optim.AdamW(param_groups(model, cfg.weight_decay), lr=cfg.lr)
+    epochs = n_epochs(cfg, len(tr))
+    sched = _scheduler(opt, cfg, epochs * len(_batches(len(tr), cfg.batch)))
     loss_fn = nn.CrossEntropyLoss(label_smoothing=cfg.label_smoothing)
     # the resolved scaling and head, so that "auto" and what it chose are the same run
     run = {"train_config": {**dataclasses.asdict(cfg), "znorm": scaling["znorm"]},
@@ -250,7 +285,7 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, progress_bar) 
     t0 = time.perf_counter()
     seconds_before = st["train_seconds"]
     start = st["epoch"]
-    bar = progress(range(start, cfg.epochs), total=cfg.epochs - start, desc="train",
+    bar = progress(range(start, epochs), total=epochs - start, desc="train",
                    enabled=progress_bar)
     for epoch in bar:
         if st["finished"]:
@@ -280,7 +315,7 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, progress_bar) 
             log.info("early stop at epoch %d: no lower validation loss for %d epochs (best "
                      "%.4f at epoch %d)", epoch + 1, cfg.patience, st["best_loss"],
                      st["best_epoch"])
-        st["finished"] = st["stopped_early"] or epoch + 1 == cfg.epochs
+        st["finished"] = st["stopped_early"] or epoch + 1 == epochs
         if hasattr(bar, "set_postfix"):
             bar.set_postfix(loss=f"{train_loss:.3f}", val_loss=f"{val_loss or 0:.3f}",
                             val_acc=f"{val_acc or 0:.3f}", refresh=False)

@@ -1,0 +1,146 @@
+"""The parts of the default Transformer recipe: convolutional tokens (shapes, window means,
+masks), the weight-decay groups and the step budget."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+import torch
+
+from kairo._errors import ConfigError
+from kairo.attention import (ModelConfig, TrainConfig, TransformerEncoder, build_classifier,
+                             n_epochs, param_groups)
+from kairo.attention._encoders import _window_mean
+from kairo.attention._encodings import LearnedEncoding
+from kairo.attention._pooling import ClsPool, MultiHeadAttentionPool
+
+
+def _mask(lengths, t):
+    return torch.arange(t)[None, :] < torch.tensor(lengths)[:, None]               # [B, T]
+
+
+@pytest.mark.parametrize("max_len,max_tokens,window,n_tok", [(1460, 64, 23, 64),
+                                                             (150, 64, 3, 50),
+                                                             (24, 64, 1, 24),
+                                                             (65, 64, 2, 33)])
+def test_conv_tokens_shapes(max_len, max_tokens, window, n_tok):
+    torch.manual_seed(0)
+    enc = TransformerEncoder(2, d=16, n_heads=4, layers=1, tokens="conv",
+                             positional="rope", max_len=max_len, max_tokens=max_tokens).eval()
+    tok, m = enc(torch.randn(3, 2, max_len))
+    assert enc.steps_per_token == window and m is None
+    assert tok.shape == (3, n_tok, 16) and n_tok <= max_tokens
+    assert math.ceil(max_len / window) == n_tok
+
+
+def test_window_mean_known_values():
+    x = torch.arange(1.0, 8.0).view(1, 7, 1).repeat(2, 1, 1)            # steps 1 … 7, twice
+    mask = _mask([7, 4], 7)
+    x[1, 4:] = 0.0                     # the stem hands over zeros at masked steps
+    tok, m = _window_mean(x, mask, 3)
+    # windows (1, 2, 3), (4, 5, 6), (7) and for the short series (1, 2, 3), (4), nothing
+    assert tok[0, :, 0].tolist() == [2.0, 5.0, 7.0]
+    assert tok[1, :, 0].tolist() == [2.0, 4.0, 0.0]
+    assert m.tolist() == [[True, True, True], [True, True, False]]
+    alone, none = _window_mean(x[:1], None, 3)
+    assert none is None and torch.equal(alone, tok[:1])
+    assert _window_mean(x, mask, 1) == (x, mask)
+
+
+def test_conv_tokens_padding_equals_truncation_and_ignores_padding_values():
+    torch.manual_seed(1)
+    cfg = ModelConfig(tokens="conv", max_tokens=8, positional="rope", d_model=16, n_heads=4,
+                      blocks=1, stem_blocks=2)
+    model = build_classifier(cfg, 2, 3, max_len=40).eval()          # windows of 5 steps
+    x = torch.randn(3, 2, 40)
+    mask = _mask([40, 23, 6], 40)
+    junk = x.clone()
+    junk[~mask[:, None, :].expand_as(x)] = 1e3
+    full = model(x, mask)
+    torch.testing.assert_close(model(junk, mask), full, atol=1e-4, rtol=0)
+    torch.testing.assert_close(model(x[1:2, :, :23]), full[1:2], atol=1e-4, rtol=0)
+    torch.testing.assert_close(model(x[2:, :, :6]), full[2:], atol=1e-4, rtol=0)
+
+
+def test_conv_tokens_train_and_every_parameter_gets_a_gradient():
+    torch.manual_seed(2)
+    cfg = ModelConfig(tokens="conv", max_tokens=6, d_model=16, n_heads=4, blocks=1,
+                      pool="mha", pool_heads=2)
+    model = build_classifier(cfg, 1, 2, max_len=30).train()
+    loss = torch.nn.functional.cross_entropy(model(torch.randn(4, 1, 30), _mask([30, 30, 20, 9], 30)),
+                                             torch.tensor([0, 1, 0, 1]))
+    loss.backward()
+    for name, p in model.named_parameters():
+        assert p.grad is not None and torch.isfinite(p.grad).all(), name
+    assert model.attention_maps(torch.randn(1, 1, 30))["steps_per_token"] == 5
+
+
+def test_conv_tokens_config_errors():
+    with pytest.raises(ConfigError, match="stem_blocks"):
+        ModelConfig(tokens="conv", stem_blocks=0)
+    with pytest.raises(ConfigError, match="max_tokens"):
+        ModelConfig(tokens="conv", max_tokens=0)
+    with pytest.raises(ConfigError, match="tokens: expected one of step, patch, conv"):
+        ModelConfig(tokens="frames")
+
+
+@pytest.mark.parametrize("pool,positional", [("mha", "learned"), ("cls", "sinusoidal"),
+                                             ("attention", "rope")])
+def test_weight_decay_groups(pool, positional):
+    cfg = ModelConfig(tokens="conv", pool=pool, positional=positional, d_model=16, n_heads=4,
+                      blocks=1, pool_heads=2)
+    model = build_classifier(cfg, 2, 3, max_len=32)
+    decay, free = param_groups(model, 0.05)
+    assert decay["weight_decay"] == 0.05 and free["weight_decay"] == 0.0
+    ids = [id(p) for p in decay["params"] + free["params"]]
+    assert sorted(ids) == sorted(id(p) for p in model.parameters())    # each exactly once
+    names = {id(p): n for n, p in model.named_parameters()}
+    free_names = {names[id(p)] for p in free["params"]}
+    decay_names = {names[id(p)] for p in decay["params"]}
+    # every weight matrix and kernel decays: attention projections, MLP, stem convs, the head
+    assert all(p.ndim >= 2 for p in decay["params"])
+    assert any(".attn.q_proj.weight" in n for n in decay_names)
+    assert any("stem.blocks.0.convs.0.weight" in n for n in decay_names)
+    assert "head.1.weight" in decay_names
+    # never: biases, norms, pooling queries, CLS tokens, learned position tables
+    exempt = re.compile(r"bias$|\.ln\d?\.|\.norms\.|shortcut\.1\.|^head\.0\.|query$|"
+                        r"\.cls$|pos\.weight$")
+    assert all(exempt.search(n) for n in free_names), free_names
+    assert not any(exempt.search(n) for n in decay_names), decay_names
+    for m in model.modules():
+        for special in ("query", "cls"):
+            if isinstance(m, (MultiHeadAttentionPool, ClsPool)) and hasattr(m, special):
+                assert id(getattr(m, special)) in {id(p) for p in free["params"]}
+        if isinstance(m, LearnedEncoding):
+            assert id(m.weight) in {id(p) for p in free["params"]}
+
+
+def test_weight_decay_groups_drive_the_optimizer():
+    """One AdamW step with zero gradients: decayed weights shrink by lr · wd, exempt ones do
+    not move."""
+    torch.manual_seed(3)
+    model = build_classifier(ModelConfig(tokens="conv", d_model=8, n_heads=2, blocks=1), 1, 2,
+                             max_len=16)
+    groups = param_groups(model, 0.5)
+    before = [[p.detach().clone() for p in g["params"]] for g in groups]
+    opt = torch.optim.AdamW(groups, lr=0.1)
+    for p in model.parameters():
+        p.grad = torch.zeros_like(p)
+    opt.step()
+    for p, old in zip(groups[0]["params"], before[0]):
+        torch.testing.assert_close(p.detach(), old * (1 - 0.1 * 0.5))
+    for p, old in zip(groups[1]["params"], before[1]):
+        assert torch.equal(p.detach(), old)
+
+
+@pytest.mark.parametrize("epochs,steps,n,batch,expected", [(7, 1500, 50, 16, 7),
+                                                           (0, 1500, 50, 16, 375),
+                                                           (0, 1500, 200, 16, 116),
+                                                           (0, 10, 17, 16, 10),
+                                                           (0, 1, 1000, 8, 1)])
+def test_step_budget(epochs, steps, n, batch, expected):
+    # 17 series in batches of 16 are one batch (a last batch of one joins the one before)
+    cfg = TrainConfig(epochs=epochs, steps=steps, batch=batch)
+    assert n_epochs(cfg, n) == expected
