@@ -521,3 +521,144 @@ def test_channel_znorm_uses_training_statistics(gunpoint, tmp_path):
     r["model"].fit_meta = broken
     with pytest.raises(DataError, match="lacks the channel statistics"):
         predict(r["model"], te.x[:10])
+
+
+# ---------------------------------------------------------------------------- ensembles
+def _toy(channels: int = 2, n: int = 24, steps: int = 20):
+    """Two separable classes; a second channel on another level and scale, so that
+    znorm="auto" is "channel" and each seed's hold-out gives other channel statistics."""
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(n, channels, steps))
+    y = np.arange(n) % 2
+    x[y == 1] += 1.0
+    if channels > 1:
+        x[:, 1] = 5.0 * x[:, 1] + 3.0
+    return from_arrays(x, y, name="toy")
+
+
+def test_ensemble_forward_is_the_log_of_the_members_mean_probabilities():
+    """Hand-checked: members whose logits are their head's bias alone (zero weights), with
+    probabilities (1/4, 3/4) and (1/2, 1/2), average to (3/8, 5/8)."""
+    from kairo.attention import TSEnsemble
+
+    torch.manual_seed(0)
+    a, b = (build_classifier(RESNET, 1, 2, 20).eval() for _ in range(2))
+    with torch.no_grad():
+        for m, bias in ((a, [0.0, np.log(3.0)]), (b, [0.0, 0.0])):
+            m.head[1].weight.zero_()
+            m.head[1].bias.copy_(torch.tensor(bias))
+    ens = TSEnsemble([a, b]).eval()
+    x = torch.randn(5, 1, 20)
+    with torch.no_grad():
+        out = ens(x)
+    assert out.shape == (5, 2)
+    torch.testing.assert_close(out.exp(), torch.tensor([[3 / 8, 5 / 8]]).expand(5, 2))
+    # and for members that depend on the input: softmax(forward) is the members' mean
+    torch.manual_seed(1)
+    c, d = (build_classifier(RESNET, 1, 2, 20).eval() for _ in range(2))
+    ens = TSEnsemble([c, d]).eval()
+    with torch.no_grad():
+        mean = (torch.softmax(c(x), 1) + torch.softmax(d(x), 1)) / 2
+        torch.testing.assert_close(torch.softmax(ens(x), 1), mean)
+        assert torch.equal(ens(x).argmax(1), mean.argmax(1))
+        mask = torch.arange(20)[None, :] < torch.tensor([[20], [12], [15], [20], [9]])
+        mean = (torch.softmax(c(x, mask), 1) + torch.softmax(d(x, mask), 1)) / 2
+        torch.testing.assert_close(torch.softmax(ens(x, mask), 1), mean)
+    assert ens.arch == {**c.arch, "ensemble": 2}
+    assert (ens.n_members, ens.n_channels, ens.n_classes, ens.max_len) == (2, 1, 2, 20)
+    with pytest.raises(ConfigError, match="at least one member"):
+        TSEnsemble([])
+    # a Transformer ensemble refuses series beyond its positions, as one model does
+    tf = [build_classifier(TINY, 1, 2, 20) for _ in range(2)]
+    with pytest.raises(DataError, match="more than the model's max_len 20"):
+        predict(TSEnsemble(tf), np.zeros((2, 1, 30)))
+    with pytest.raises(ConfigError, match=r"member 1 differs from member 0.*'d_model': \(8, 16\)"):
+        TSEnsemble([c, build_classifier(dataclasses.replace(RESNET, d_model=16), 1, 2, 20)])
+
+
+@pytest.mark.parametrize("executor", [
+    "serial", pytest.param("processes", marks=pytest.mark.slow)])    # spawning costs ~15 s
+def test_fit_ensemble_members_are_the_fits_of_their_seeds(executor):
+    """Members (trained here, or in worker processes) are, weight for weight, the models fit
+    gives in this process with seeds seed … seed+n-1; the ensemble scales its input once
+    (member 0's channel statistics) and still gives each member its own, so its
+    probabilities are the mean of the members' predictions."""
+    from kairo.attention import TSEnsemble, fit_ensemble
+
+    data = _toy()
+    cfg = TrainConfig(epochs=2, batch=8, seed=3, threads=1)
+    rng_before = torch.get_rng_state()
+    r = fit_ensemble(RESNET, cfg, data, 2, workers=2, executor=executor, **QUIET)
+    assert torch.equal(torch.get_rng_state(), rng_before)
+    assert (r["executor"], r["seeds"]) == (executor, [3, 4])
+    assert r["workers"] == (2 if executor == "processes" else 1)
+    ens = r["model"]
+    assert isinstance(ens, TSEnsemble) and not ens.training
+    for i, seed in enumerate((3, 4)):
+        alone = fit(RESNET, dataclasses.replace(cfg, seed=seed), data, **QUIET)
+        assert _same_weights(_weights(alone["model"]), _weights(ens.members[i]))
+        assert r["members"][i]["history"] == alone["history"]
+        assert r["members"][i]["seed"] == seed
+        assert ens.members[i].fit_meta["znorm_mean"] == alone["meta"]["znorm_mean"]
+    meta = ens.fit_meta
+    assert meta["znorm"] == "channel" and [m["seed"] for m in meta["members"]] == [3, 4]
+    assert meta["znorm_mean"] == meta["members"][0]["znorm_mean"]           # member 0's
+    assert meta["members"][0]["znorm_mean"] != meta["members"][1]["znorm_mean"]
+    pred, proba = predict(ens, data.x)
+    mean = np.mean([predict(m, data.x)[1] for m in ens.members], axis=0)
+    np.testing.assert_allclose(proba, mean, atol=1e-6)
+    np.testing.assert_array_equal(pred, mean.argmax(1))
+    with pytest.raises(ConfigError, match="ensemble must be an integer ≥ 1"):
+        fit_ensemble(RESNET, cfg, data, 0)
+
+
+def test_an_ensemble_of_one_is_its_model():
+    from kairo.attention import fit_ensemble
+
+    data = _toy(channels=1)
+    cfg = TrainConfig(epochs=2, batch=8, threads=1)
+    one = fit_ensemble(RESNET, cfg, data, 1, executor="processes", **QUIET)
+    assert one["executor"] == "serial"                     # one job runs in this process
+    alone = fit(RESNET, cfg, data, **QUIET)
+    assert _same_weights(_weights(one["model"].members[0]), _weights(alone["model"]))
+    p1, q1 = predict(one["model"], data.x)
+    p2, q2 = predict(alone["model"], data.x)
+    np.testing.assert_array_equal(p1, p2)
+    np.testing.assert_allclose(q1, q2, rtol=1e-6, atol=1e-7)
+    rep = evaluate(one["model"], data)
+    assert rep["accuracy"] == evaluate(alone["model"], data)["accuracy"]
+
+
+def test_saved_ensemble_round_trips_and_bad_files_keep_their_errors(tmp_path):
+    from kairo.attention import TSEnsemble, fit_ensemble
+
+    data = _toy()
+    r = fit_ensemble(RESNET, TrainConfig(epochs=1, batch=8, threads=1), data, 2,
+                     executor="serial", **QUIET)
+    path = tmp_path / "ens.pt"
+    save_classifier(path, r["model"], RESNET, {"note": "hi"})
+    model, meta = load_classifier(path, expect_arch=r["model"].arch)    # weights_only inside
+    assert isinstance(model, TSEnsemble) and model.arch["ensemble"] == 2 and not model.training
+    assert meta["note"] == "hi" and [m["seed"] for m in meta["members"]] == [0, 1]
+    assert torch.equal(model.input_shift, r["model"].input_shift)
+    for loaded, trained in zip(model.members, r["model"].members):     # each its own scaling
+        assert loaded.fit_meta["znorm_mean"] == trained.fit_meta["znorm_mean"]
+        assert loaded.fit_meta["train_config"]["seed"] == trained.fit_meta["train_config"]["seed"]
+        np.testing.assert_array_equal(predict(loaded, data.x)[1], predict(trained, data.x)[1])
+    p1, q1 = predict(r["model"], data.x)
+    p2, q2 = predict(model, data.x)
+    np.testing.assert_array_equal(p1, p2)
+    np.testing.assert_array_equal(q1, q2)
+    # one model's arch is not an ensemble's, nor the other way round
+    with pytest.raises(DataError, match=r"different architecture .*'ensemble': \(2, None\)"):
+        load_classifier(path, expect_arch=r["model"].members[0].arch)
+    cut = tmp_path / "cut.pt"
+    cut.write_bytes(path.read_bytes()[:-100])
+    with pytest.raises(DataError, match=r"cut\.pt: cannot be read safely"):
+        load_classifier(cut)
+    state = torch.load(path, weights_only=True)
+    for count, msg in [(3, "weights do not fit the architecture"),
+                       (0, "ensemble size must be an integer ≥ 1, got 0")]:
+        torch.save({**state, "arch": {**state["arch"], "ensemble": count}}, tmp_path / "x.pt")
+        with pytest.raises(DataError, match=msg):
+            load_classifier(tmp_path / "x.pt")

@@ -431,6 +431,8 @@ def test_pooling_tests_known_values():
     (["tsc", "evaluate", "--model", "/no/such/model.pt"], "model.pt"),
     (["tsc", "train", "--head-norm", "off"], "invalid choice: 'off'"),
     (["tsc", "benchmark", "--weight-init", "keras"], "invalid choice: 'keras'"),
+    (["tsc", "train", "--ensemble", "0"], "ensemble must be ≥ 1, got 0"),
+    (["tsc", "train", "--ensemble", "2", "--executor", "cloud"], "invalid choice: 'cloud'"),
 ])
 def test_bad_input_gets_a_clear_error(argv, fragment, tmp_path, capsys):
     try:
@@ -714,3 +716,94 @@ def test_an_mnist1d_model_is_scored_at_its_own_length(tmp_path):
     assert (cfg.dataset, cfg.mnist1d_length) == ("MNIST1D", 60)
     cfg = tc.model_dataset(tc.MapsConfig(model=str(tmp_path / "m.pt"), mnist1d_length=80))
     assert (cfg.dataset, cfg.mnist1d_length) == ("MNIST1D", 80)      # the user's choice stays
+
+
+# ---------------------------------------------------------------------------- ensembles
+# channel scaling: each member's own hold-out gives it other channel statistics than
+# member 0's, with which the ensemble scales its input
+ENSEMBLE = ["tsc", "train", "--dataset", "ItalyPowerDemand", "--encoder", "resnet", "--pool",
+            "mean", "--znorm", "channel", *FAST, "--ensemble", "2", "--workers", "1"]
+
+
+def test_an_ensemble_trains_into_one_model_that_evaluate_and_predict_use(tmp_path, capsys):
+    import dataclasses
+
+    from kairo._app import make_config
+    from kairo._config import load_config_file
+    from kairo.attention import (TSEnsemble, fit, load_classifier, load_dataset, predict,
+                                 split_config)
+
+    out = tmp_path / "ens"
+    assert main([*ENSEMBLE, "--out", str(out)]) == 0
+    assert "ensemble of 2 (seeds 0…1)" in capsys.readouterr().out
+    assert not (tmp_path / "ens.checkpoint.pt").exists()
+    assert not (tmp_path / "ens.checkpoint-member1.pt").exists()
+    # every member's seed and test accuracy beside the ensemble's
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert [m["seed"] for m in metrics["members"]] == [0, 1]
+    assert all(0 <= m["test_accuracy"] <= 1 for m in metrics["members"])
+    run = json.loads((out / "run.json").read_text())
+    assert run["config"]["ensemble"] == 2 and run["resolved"]["seeds"] == [0, 1]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["ensemble"] == 2 and summary["test_accuracy"] == metrics["accuracy"]
+    hist = pd.read_csv(out / "history.csv")
+    assert list(hist.columns[:2]) == ["member", "seed"] and len(hist) == 8
+    # one model.pt: the ensemble, whose member 1 is the one-model run of seed 1
+    model, meta = load_classifier(out / "model.pt")
+    assert isinstance(model, TSEnsemble) and model.n_members == 2
+    train = load_dataset("ItalyPowerDemand")
+    cfg = make_config("tsc train", load_config_file(out / "config.yaml"))
+    mcfg, tcfg = split_config(dataclasses.replace(cfg, seed=1))
+    alone = fit(mcfg, tcfg, train, progress_bar=False)["model"]
+    assert all(torch.equal(v, model.members[1].state_dict()[k])
+               for k, v in alone.state_dict().items())
+    # evaluate reproduces the training run's score
+    assert main(["tsc", "evaluate", "--model", str(out / "model.pt"), "--out",
+                 str(tmp_path / "ev")]) == 0
+    ev = json.loads((tmp_path / "ev" / "metrics.json").read_text())
+    assert ev["accuracy"] == metrics["accuracy"] and ev["confusion"] == metrics["confusion"]
+    # predict writes the members' mean probabilities
+    test = load_dataset("ItalyPowerDemand", "test")
+    np.savez(tmp_path / "x.npz", x=test.x[:20])
+    assert main(["tsc", "predict", "--model", str(out / "model.pt"), "--input",
+                 str(tmp_path / "x.npz"), "--output", str(tmp_path / "p.csv")]) == 0
+    df = pd.read_csv(tmp_path / "p.csv", dtype={"predicted": str})
+    pred, proba = predict(model, test.x[:20])
+    assert list(df.predicted) == [test.classes[i] for i in pred]
+    members = [predict(m, test.x[:20])[1] for m in model.members]    # each its own scaling
+    np.testing.assert_allclose(df.filter(like="p_").to_numpy(), np.mean(members, 0),
+                               atol=1e-5)
+    # maps draws one model's attention: refused, saying how to get a member alone
+    assert main(["tsc", "maps", "--model", str(out / "model.pt"), "--out",
+                 str(tmp_path / "mp")]) == 2
+    err = capsys.readouterr().err
+    assert "is an ensemble of 2 models" in err and "--seed, one of 0, 1" in err
+    assert not (tmp_path / "mp").exists()
+
+
+def test_a_failed_ensemble_keeps_every_members_checkpoint_and_resumes(tmp_path, capsys,
+                                                                      monkeypatch, caplog):
+    """Member 0 checkpoints where a one-model run does, member i beside it; a run that fails
+    after training names them, and the rerun resumes every member, then deletes them."""
+    from kairo._errors import KairoError
+    from kairo.attention import _train
+
+    out = tmp_path / "run"
+    args = [*ENSEMBLE, "--out", str(out)]
+    real = _train.evaluate
+
+    def broken(*a, **k):
+        raise KairoError("scoring failed")
+
+    monkeypatch.setattr(_train, "evaluate", broken)
+    assert main(args) != 0
+    kept = [tmp_path / "run.checkpoint.pt", tmp_path / "run.checkpoint-member1.pt"]
+    assert all(p.is_file() for p in kept) and not out.exists()
+    assert f"its checkpoint {kept[0]} is kept" in caplog.text
+    assert f"checkpoints {kept[1]} are kept too" in caplog.text
+    monkeypatch.setattr(_train, "evaluate", real)
+    caplog.clear()
+    with caplog.at_level("INFO", logger="kairo.attention._train"):
+        assert main(args) == 0
+    assert caplog.text.count("resumed from") == 2
+    assert not any(p.exists() for p in kept)

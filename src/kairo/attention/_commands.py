@@ -8,7 +8,9 @@ module does not import torch (the run functions do).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import logging
 import warnings
 from pathlib import Path
 
@@ -22,6 +24,8 @@ from kairo.attention._config import (BenchmarkConfig, CompareConfig, EncodingsCo
 
 __all__ = ["COMMANDS", "load_data", "load_file", "inputs", "model_dataset", "run_train",
            "run_evaluate", "run_predict", "run_maps", "run_encodings", "maps_figure"]
+
+log = logging.getLogger(__name__)
 
 
 # ---------------------------------------------------------------------------- data
@@ -112,7 +116,8 @@ def run_list(cfg: ListConfig, rd) -> str:
 def run_train(cfg: TscTrainConfig, rd) -> str:
     """Fit on the training split (early stopping on a stratified validation part), then
     score the test split; writes the model, metrics, tables and figures into ``rd``. A killed
-    run resumes from ``rd.checkpoint``."""
+    run resumes from ``rd.checkpoint`` (an ensemble's members from the files
+    `ensemble_checkpoints` derives from it)."""
     from kairo.attention import _train
 
     model_cfg, train_cfg = split_config(cfg)
@@ -121,6 +126,8 @@ def run_train(cfg: TscTrainConfig, rd) -> str:
         raise DataError(f"{cfg.train_file or cfg.dataset}: the training series hold one class "
                         f"({train.classes[0]!r}); a classifier needs at least two")
     _check_pair(train, test)
+    if cfg.ensemble > 1:
+        return _run_ensemble(cfg, rd, model_cfg, train_cfg, train, test)
     res = _train.fit(model_cfg, train_cfg, train, checkpoint=rd.checkpoint)
     model = res["model"]
     for key in ("znorm", "head_norm", "weight_init", "layout"):
@@ -152,6 +159,83 @@ def run_train(cfg: TscTrainConfig, rd) -> str:
             + (f", {res['samples_per_s']:.0f} samples/s)" if res["samples_per_s"] else ")"))
 
 
+def _run_ensemble(cfg: TscTrainConfig, rd, model_cfg, train_cfg, train, test) -> str:
+    """``tsc train --ensemble N``: the members trained through the job runner, each
+    checkpointing to its own file; one model.pt (the TSEnsemble), the ensemble's test metrics
+    with each member's seed and test accuracy beside them."""
+    import pandas as pd
+
+    from kairo.attention import _train
+
+    n = cfg.ensemble
+    extra = _train.ensemble_checkpoints(rd.checkpoint, n)[1:]   # member 0: rd.checkpoint
+    for p in extra:
+        rd.discard_on_success(p)
+    with _kept_checkpoints(extra):
+        res = _train.fit_ensemble(model_cfg, train_cfg, train, n, workers=cfg.workers,
+                                  executor=cfg.executor, checkpoint=rd.checkpoint)
+        model, members = res["model"], res["members"]
+        for key in ("znorm", "head_norm", "weight_init", "layout"):
+            if key in model.fit_meta:
+                rd.resolve(key if key != "layout" else "resnet_layout", model.fit_meta[key])
+        rd.resolve("seeds", res["seeds"])
+        rd.resolve("executor", res["executor"])
+        rd.resolve("workers", res["workers"])
+        if not cfg.threads:
+            rd.resolve("threads", members[0]["meta"]["train_config"]["threads"])
+        meta = {"dataset": train.name if not cfg.train_file else cfg.train_file,
+                "classes": list(train.classes), "n_steps": train.n_steps}
+        _train.save_classifier(rd.path / "model.pt", model, model_cfg, meta)
+        rd.add("model.pt")
+        rows = []
+        for i, m in enumerate(members):
+            rep = _train.evaluate(m["model"], test)     # the member alone, its own scaling
+            rows.append({"member": i, "seed": m["seed"], "test_accuracy": rep["accuracy"],
+                         "test_macro_f1": rep["f1_macro"], "best_epoch": m["best_epoch"],
+                         "epochs_run": len(m["history"]), "train_seconds": m["seconds"]})
+        report = _train.evaluate(model, test)
+        _write_report(rd, report, train.classes, "test", extra={"members": rows})
+        hist = pd.concat([pd.DataFrame(m["history"]).assign(member=i, seed=m["seed"])
+                          for i, m in enumerate(members)], ignore_index=True)
+        hist = hist[["member", "seed", *[c for c in hist if c not in ("member", "seed")]]]
+        rd.add("history.csv", hist)
+        rd.add("curves.png", _curves_figure(hist))
+        summary = {"dataset": meta["dataset"], "encoder": model_cfg.encoder,
+                   "pool": model_cfg.pool, "ensemble": n, "seeds": res["seeds"],
+                   "test_accuracy": report["accuracy"], "test_macro_f1": report["f1_macro"],
+                   "members": rows, "train_seconds": res["seconds"],
+                   "n_params": int(sum(p.numel() for p in model.parameters()))}
+        rd.add("summary.json", summary)
+    accs = ", ".join(f"{r['test_accuracy']:.2%}" for r in rows)
+    return (f"{summary['dataset']}: {model_cfg.encoder} + {model_cfg.pool} pooling, ensemble "
+            f"of {n} (seeds {res['seeds'][0]}…{res['seeds'][-1]}) — test accuracy "
+            f"{report['accuracy']:.2%} (members {accs}), macro F1 {report['f1_macro']:.3f} "
+            f"({len(test)} series; {res['seconds']:.1f} s)")
+
+
+@contextlib.contextmanager
+def _kept_checkpoints(paths):
+    """On failure, name the members' checkpoints this run wrote (the results folder names
+    only ``<out>.checkpoint.pt``, member 0's): the same command resumes from them."""
+    before = {p: _mtime(p) for p in paths}
+    try:
+        yield
+    except BaseException:
+        kept = [str(p) for p in paths if _mtime(p) not in (None, before[p])]
+        if kept:
+            log.warning("the ensemble's other members' checkpoints %s are kept too: the same "
+                        "command resumes from them (delete them to start over)",
+                        ", ".join(kept))
+        raise
+
+
+def _mtime(path: Path) -> int | None:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return None
+
+
 def _one_length(train, test, cfg):
     """Your own train and test files may differ in length (the shipped sets are padded to one
     length when loaded). With --pad both are padded to the longer; without it the ResNet takes
@@ -181,12 +265,13 @@ def _check_pair(train, test) -> None:
                         f"not occur in the training data")
 
 
-def _write_report(rd, report: dict, classes, split: str) -> None:
+def _write_report(rd, report: dict, classes, split: str, extra: dict | None = None) -> None:
     from kairo.attention import _metrics
 
     rd.add("metrics.json", {k: v for k, v in report.items()
                             if k not in ("confusion", "per_class", "pred", "proba")} |
-           {"split": split, "confusion": np.asarray(report["confusion"]).tolist()})
+           {"split": split, "confusion": np.asarray(report["confusion"]).tolist()} |
+           (extra or {}))
     rd.add("per_class.csv", _metrics.per_class_table(report))
     import pandas as pd
 
@@ -202,10 +287,20 @@ def _curves_figure(hist):
 
     fig = Figure(figsize=(8, 3.2), layout="constrained")
     a, b = fig.subplots(1, 2)
-    a.plot(hist["epoch"], hist["train_loss"], label="train")
-    if "val_loss" in hist and hist["val_loss"].notna().any():
-        a.plot(hist["epoch"], hist["val_loss"], label="validation")
-        b.plot(hist["epoch"], hist["val_acc"], color="C1")
+    if "seed" in hist:                     # an ensemble: one colour per member
+        for k, (seed, h) in enumerate(hist.groupby("seed", sort=False)):
+            a.plot(h["epoch"], h["train_loss"], color=f"C{k}", label=f"seed {seed} train")
+            if h["val_loss"].notna().any():
+                a.plot(h["epoch"], h["val_loss"], color=f"C{k}", ls="--",
+                       label=f"seed {seed} validation")
+                b.plot(h["epoch"], h["val_acc"], color=f"C{k}", label=f"seed {seed}")
+        if b.lines:
+            b.legend(frameon=False, fontsize=7)
+    else:
+        a.plot(hist["epoch"], hist["train_loss"], label="train")
+        if "val_loss" in hist and hist["val_loss"].notna().any():
+            a.plot(hist["epoch"], hist["val_loss"], label="validation")
+            b.plot(hist["epoch"], hist["val_acc"], color="C1")
     a.set(xlabel="epoch", ylabel="loss", title="loss")
     a.legend(frameon=False)
     b.set(xlabel="epoch", ylabel="accuracy", title="validation accuracy")
@@ -369,6 +464,18 @@ def run_maps(cfg: MapsConfig, rd) -> str:
     from kairo.attention import _train
 
     model, meta = _train.load_classifier(cfg.model)
+    if model.arch.get("ensemble"):
+        # each member attends on its own: an average of their maps would be no model's
+        seeds = [m.get("seed") for m in meta.get("members", [])]
+        threads = meta.get("train_config", {}).get("threads")
+        raise ConfigError(
+            f"model {cfg.model} is an ensemble of {model.arch['ensemble']} models (kairo tsc "
+            f"train --ensemble), each with its own attention; maps draws one model's: train "
+            f"the member you want alone (the same options with --ensemble 1"
+            + (f" and its --seed, one of {', '.join(map(str, seeds))}"
+               if seeds and None not in seeds else " and its --seed")
+            + (f", --threads {threads}" if threads else "")
+            + ": it gives the same weights) and draw that model.pt")
     cfg = _resolve_dataset(cfg, meta, rd)
     _dataset_warning(cfg, meta)
     data = _scored_data(cfg)
@@ -533,7 +640,11 @@ COMMANDS = [
     Command("tsc train", TscTrainConfig, run_train, "train a classifier (encoder + pooling "
             "head) and score it on the test split", inputs=inputs,
             description="train a classifier (encoder + pooling head) and score it on the test "
-            "split; a killed run resumes from <out>.checkpoint.pt"),
+            "split; a killed run resumes from <out>.checkpoint.pt. With --ensemble N the "
+            "members (seeds seed … seed+N-1) train in parallel into one model.pt whose class "
+            "probabilities are their mean; member 0 checkpoints to <out>.checkpoint.pt (it is "
+            "the one-model run), member i to <out>.checkpoint-member<i>.pt, and a killed "
+            "ensemble resumes member by member"),
     Command("tsc evaluate", EvaluateConfig, run_evaluate, "metrics of a trained model on a "
             "dataset", inputs=inputs),
     Command("tsc predict", PredictConfig, run_predict, "classes and probabilities for your "

@@ -371,7 +371,17 @@ class ListConfig:
 @dataclass(frozen=True)
 class TscTrainConfig(DataOptions, Seed, TrainOptions, ModelOptions, EncoderPool):
     """``kairo tsc train``: the data options, every ModelConfig field and every TrainConfig
-    field."""
+    field, and how many models make up the result (``ensemble``, trained by
+    :func:`~kairo.attention.fit_ensemble`)."""
+
+    ensemble: int = option(1, "members of an ensemble: N models with seeds seed … seed+N-1, "
+                           "trained in parallel, their class probabilities averaged; 1 = one "
+                           "model", low=1)
+    workers: int = option(0, "--ensemble: members trained at once; 0 = one per core (each "
+                          "member on one torch thread unless --threads says otherwise)", low=0)
+    executor: str = option("auto", "--ensemble: where the members train: processes (local), "
+                           "ray (a Ray cluster), serial, or auto (ray when $RAY_ADDRESS is "
+                           "set, else processes)", choices=EXECUTORS)
 
     def __post_init__(self):
         _check(self)

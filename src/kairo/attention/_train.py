@@ -30,9 +30,9 @@ from kairo.attention._config import SCHEDULES, TrainConfig
 from kairo.attention._data import (TSData, _check_finite, _check_float32_range, channel_stats,
                                    standardize, stratified_split, znormalize)
 
-__all__ = ["TrainConfig", "fit", "save_classifier", "load_classifier", "predict", "evaluate",
-           "recompute_bn_stats", "resolve_znorm", "scale_input", "check_max_len", "SCHEDULES",
-           "param_groups", "n_epochs"]
+__all__ = ["TrainConfig", "fit", "fit_ensemble", "ensemble_checkpoints", "save_classifier",
+           "load_classifier", "predict", "evaluate", "recompute_bn_stats", "resolve_znorm",
+           "scale_input", "check_max_len", "SCHEDULES", "param_groups", "n_epochs"]
 
 log = logging.getLogger(__name__)
 
@@ -415,9 +415,103 @@ def _check_resume(path: Path, saved: dict, now: dict) -> None:
         check_compatible(a, b, path, what=f"checkpoint ({what})", hint=hint)
 
 
+# ---------------------------------------------------------------------------- ensembles
+def ensemble_checkpoints(checkpoint, n: int) -> list[Path]:
+    """Where each of ``n`` members of `fit_ensemble` keeps its checkpoint: member 0 in
+    ``checkpoint`` itself (it is the model a one-model run with that seed trains, so either
+    resumes the other), member i in ``<checkpoint without .pt>-member<i>.pt``."""
+    p = Path(checkpoint)
+    return [p] + [p.with_name(f"{p.name.removesuffix('.pt')}-member{i}.pt") for i in range(1, n)]
+
+
+def _fit_member(job: dict) -> dict:
+    """One member of `fit_ensemble` (in a worker process): `fit`'s result with the weights
+    as a CPU state dict, which crosses processes without the module."""
+    res = fit(job["model_cfg"], job["train_cfg"], job["data"], checkpoint=job["checkpoint"],
+              progress_bar=False)
+    return {**res, "model": _cpu_state(res["model"])}
+
+
+def fit_ensemble(model_cfg, train_cfg: TrainConfig, data: TSData, n: int, *, workers: int = 0,
+                 executor: str = "auto", checkpoint=None,
+                 progress_bar: bool | None = None) -> dict:
+    """Train ``n`` classifiers with seeds ``train_cfg.seed`` … ``seed + n − 1`` through
+    `kairo._jobs.map_jobs` and average them in a :class:`TSEnsemble`.
+
+    Member i is the model ``fit(model_cfg, replace(train_cfg, seed=seed + i), data)`` gives,
+    weight for weight (same device and thread count): its own validation hold-out, batch
+    order and input statistics. With ``n`` > 1, ``threads`` 0 is read as one torch thread per
+    member, so the members do not depend on ``workers`` or the executor.
+
+    Parameters
+    ----------
+    model_cfg : ModelConfig
+    train_cfg : TrainConfig
+    data : TSData
+    n : int
+        Members, ≥ 1.
+    workers, executor
+        As for `kairo._jobs.map_jobs`: members trained at once (0 = one per core) and where
+        (auto, processes, ray, serial).
+    checkpoint : path, optional
+        Each member checkpoints to its own file (`ensemble_checkpoints`) and resumes from it
+        as `fit` does.
+    progress_bar : bool, optional
+        One bar over the members (None: on a terminal; False: none).
+
+    Returns
+    -------
+    dict with ``model`` (the TSEnsemble in eval mode, ``fit_meta`` set: member 0's, with a
+    ``members`` list of each member's seed and epochs),
+    ``members`` (per member: `fit`'s dict with ``model`` the member inside the ensemble, and
+    ``seed``), ``seeds``, ``seconds`` (wall clock), ``executor`` and ``workers`` (as
+    resolved).
+    """
+    from kairo._jobs import map_jobs, resolve_executor
+    from kairo.attention._model import TSEnsemble
+
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ConfigError(f"ensemble must be an integer ≥ 1 (members), got {n!r}")
+    if not isinstance(train_cfg, TrainConfig):
+        raise ConfigError(f"train_cfg must be a TrainConfig, got {type(train_cfg).__name__}")
+    if not isinstance(data, TSData):
+        raise KairoError(f"data must be a TSData (see load_dataset / from_arrays), got "
+                         f"{type(data).__name__}")
+    kind, n_workers = resolve_executor(executor, workers, n)
+    threads = train_cfg.threads or (1 if n > 1 else 0)
+    seeds = [train_cfg.seed + i for i in range(n)]
+    paths = ensemble_checkpoints(checkpoint, n) if checkpoint else [None] * n
+    jobs = [{"model_cfg": model_cfg, "data": data, "checkpoint": paths[i],
+             "train_cfg": dataclasses.replace(train_cfg, seed=s, threads=threads)}
+            for i, s in enumerate(seeds)]
+    t0 = time.perf_counter()
+    results = map_jobs(_fit_member, jobs, workers=n_workers, executor=kind, desc="members",
+                       progress_bar=progress_bar)
+    secs = time.perf_counter() - t0
+    device = _device(train_cfg.device)
+    members = []
+    # the caller's torch random stream is left as it was (building draws initial weights,
+    # which the trained ones replace)
+    with torch.random.fork_rng(devices=[]):
+        for res in results:
+            m = _build(model_cfg, data.n_channels, data.n_classes, data.n_steps)
+            m.load_state_dict(res["model"])
+            m.to(device).eval()
+            m.fit_meta = res["meta"]
+            members.append(m)
+    model = TSEnsemble(members).to(device).eval()
+    log.info("trained an ensemble of %d (seeds %d…%d) in %.1f s", n, seeds[0], seeds[-1], secs)
+    return {"model": model,
+            "members": [{**res, "model": m, "seed": s}
+                        for res, m, s in zip(results, members, seeds)],
+            "seeds": seeds, "seconds": secs, "executor": kind,
+            "workers": n_workers if kind != "serial" else 1}
+
+
 # ---------------------------------------------------------------------------- saved models
 def save_classifier(path, model: nn.Module, model_cfg, meta: dict | None = None) -> None:
-    """Save weights, architecture and ``meta`` (JSON-like: classes, znorm, …) atomically.
+    """Save weights, architecture and ``meta`` (JSON-like: classes, znorm, …) atomically; a
+    TSEnsemble is saved as one file (its members' weights, its arch with the member count).
 
     ``meta`` is merged over ``model.fit_meta`` (set by `fit`)."""
     path = Path(path)
@@ -439,9 +533,16 @@ def save_classifier(path, model: nn.Module, model_cfg, meta: dict | None = None)
                            "model": _cpu_state(model)}, kind=_MODEL_FORMAT)
 
 
+def _ensemble(members):
+    from kairo.attention._model import TSEnsemble
+
+    return TSEnsemble(members)
+
+
 def load_classifier(path, expect_arch: dict | None = None) -> tuple[nn.Module, dict]:
     """(model in eval mode, meta) from `save_classifier`'s file, read with
-    ``weights_only=True``. ``expect_arch`` (e.g. another model's ``arch``) must match the
+    ``weights_only=True``: a TSClassifier, or a TSEnsemble where the saved ``arch`` counts
+    members (``"ensemble"``). ``expect_arch`` (e.g. another model's ``arch``) must match the
     saved one; differing fields are named."""
     path = Path(path)
     state = load_checkpoint(path, kind=_MODEL_FORMAT, what="model file")
@@ -458,9 +559,14 @@ def load_classifier(path, expect_arch: dict | None = None) -> tuple[nn.Module, d
         if diff:
             raise DataError(f"model file {path} was saved for a different architecture "
                             f"(saved vs expected: {diff})")
+    n = arch.get("ensemble")            # a TSEnsemble of n members; absent: one classifier
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        raise DataError(f"model file {path}: its ensemble size must be an integer ≥ 1, got "
+                        f"{n!r}")
     try:
-        model = _build(_model_config({**cfg_fields, **pinned}), arch["n_channels"],
-                       arch["n_classes"], arch["max_len"])
+        members = [_build(_model_config({**cfg_fields, **pinned}), arch["n_channels"],
+                          arch["n_classes"], arch["max_len"]) for _ in range(n or 1)]
+        model = members[0] if n is None else _ensemble(members)
     except (KeyError, TypeError, ConfigError) as exc:
         raise DataError(f"model file {path}: its architecture cannot be rebuilt by this "
                         f"version of kairo ({exc})") from None
@@ -475,6 +581,12 @@ def load_classifier(path, expect_arch: dict | None = None) -> tuple[nn.Module, d
                         f"({str(exc)[:300]})") from None
     model.eval()
     model.fit_meta = meta
+    if n is not None:           # each member as `fit` left it: the shared meta, its own fields
+        shared = {k: v for k, v in meta.items() if k != "members"}
+        for m, own in zip(model.members, meta.get("members", [])):
+            m.fit_meta = {**shared, **own}
+            if "train_config" in shared and own.get("seed") is not None:
+                m.fit_meta["train_config"] = {**shared["train_config"], "seed": own["seed"]}
     return model, {**meta, "model_config": cfg_fields}
 
 
@@ -514,7 +626,10 @@ def scale_input(x: np.ndarray, mask: np.ndarray | None, meta: dict) -> np.ndarra
 def check_max_len(model: nn.Module, n_steps: int, where: str) -> None:
     """DataError when series are longer than the encoder's ``max_len`` (a Transformer's
     positions; the ResNet has none and takes any length). One wording for every command."""
-    t = getattr(getattr(model, "encoder", None), "max_len", None)
+    enc = getattr(model, "encoder", None)
+    if enc is None and hasattr(model, "members"):          # a TSEnsemble: one architecture
+        enc = getattr(model.members[0], "encoder", None)
+    t = getattr(enc, "max_len", None)
     if t is not None and n_steps > t:
         raise DataError(f"{where}: series have {n_steps} steps, more than the model's "
                         f"max_len {t}; crop them or train on longer series")
