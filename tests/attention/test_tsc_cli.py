@@ -244,7 +244,7 @@ def test_compare_pooling_and_benchmark_reuse(tmp_path, capsys):
     assert not bench.exists()
     assert main(["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--reuse",
                  str(out / "runs.csv"), "--no-refit", "--config",
-                 str(out / "config.yaml"), "--out", str(bench)]) == 0
+                 str(out / "config.yaml"), "--peers", "", "--out", str(bench)]) == 0
     table = pd.read_csv(bench / "benchmark.csv")
     row = table.iloc[0]
     assert row.dataset == "ItalyPowerDemand" and row["pool"] in {"mean", "max", "attention"}
@@ -280,6 +280,10 @@ def test_compare_pooling_and_benchmark_reuse(tmp_path, capsys):
     assert set(pd.read_csv(one / "refit_runs.csv").seed) == {3}
     r3 = pd.read_csv(one / "benchmark.csv").iloc[0]
     assert r3["pool"] == "max" and r3.n == 1 and 0 <= r3.kairo <= 1
+    # the peers (both by default) ran with kairo's seeds
+    each = pd.read_csv(one / "per_seed.csv")
+    assert set(zip(each.method, each.seed)) == {("kairo", 3), ("MiniRocket", 3),
+                                                ("MultiRocket-Hydra", 3)}
 
 
 def test_resnet_reference_runs_and_welch_test():
@@ -368,8 +372,8 @@ def test_dataset_names_are_case_insensitive_and_canonical_in_the_grid(tmp_path):
                   for s in (0, 1)]).to_csv(runs, index=False)
     with pytest.warns(UserWarning, match="no config.yaml next to it"):
         assert main(["tsc", "benchmark", "--datasets", "arrowhead", "--encoders", "resnet",
-                     "--pools", "mean", "--no-refit", "--reuse", str(runs), "--out",
-                     str(tmp_path / "b")]) == 0
+                     "--pools", "mean", "--no-refit", "--reuse", str(runs), "--peers", "",
+                     "--out", str(tmp_path / "b")]) == 0
     row = pd.read_csv(tmp_path / "b" / "benchmark.csv").iloc[0]
     assert row.dataset == "ArrowHead" and row.kairo == pytest.approx(0.8)
     assert row["ResNet (Fawaz 2019)"] == pytest.approx(0.838, abs=1e-3)

@@ -31,7 +31,9 @@ _EXPORTS = {
                "param_groups", "n_epochs"),
     "_metrics": ("classification_report", "per_class_table", "confusion_figure"),
     "_compare": ("run_grid", "pooling_tests", "summarize", "cv_folds", "cv_summary",
-                 "comparison_figure", "resnet_test", "canonical_datasets"),
+                 "comparison_figure", "resnet_test", "canonical_datasets", "read_reference",
+                 "reference_test", "benchmark_markdown"),
+    "_peers": ("fit_peer", "peer_input", "peer_estimator", "PEERS"),
     "_commands": ("load_file", "maps_figure"),
 }
 _WHERE = {name: mod for mod, names in _EXPORTS.items() for name in names}

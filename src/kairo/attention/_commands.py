@@ -87,7 +87,7 @@ def inputs(cfg) -> dict[str, Path]:
     if isinstance(cfg, EvaluateConfig):
         cfg = model_dataset(cfg)
     files = {key: Path(getattr(cfg, key))
-             for key in ("train_file", "test_file", "model", "reuse", "input")
+             for key in ("train_file", "test_file", "model", "reuse", "reference", "input")
              if getattr(cfg, key, "")}
     if getattr(cfg, "train_file", "") or getattr(cfg, "test_file", ""):
         sets = []                                        # the user's files replace --dataset
@@ -653,7 +653,8 @@ COMMANDS = [
             "dataset × seed, with paired tests against mean pooling", inputs=_grid_inputs),
     Command("tsc benchmark", BenchmarkConfig, run_benchmark, "the best configuration per "
             "dataset (chosen on the training split: validation hold-out or k-fold CV) next to "
-            "published results", inputs=_grid_inputs),
+            "MiniRocket and MultiRocket-Hydra on the same splits and published results",
+            inputs=_grid_inputs),
     Command("tsc maps", MapsConfig, run_maps, "pooling weights and self-attention of a trained "
             "model for chosen series (figures)", inputs=inputs),
     Command("tsc encodings", EncodingsConfig, run_encodings, "heatmap of the sinusoidal "

@@ -1,7 +1,8 @@
 """Grids of training runs: ``kairo tsc compare-pooling`` (every pooling head × encoder ×
 dataset × seed, with paired tests against mean pooling) and ``kairo tsc benchmark`` (the best
 configuration per dataset, chosen on the training split only — a validation hold-out or
-stratified k-fold cross-validation — next to published results)."""
+stratified k-fold cross-validation — next to aeon's MiniRocket and MultiRocket-Hydra fitted on
+the same splits, published results, and an earlier run paired seed by seed)."""
 
 from __future__ import annotations
 
@@ -12,14 +13,15 @@ import numpy as np
 import pandas as pd
 
 from kairo._errors import DataError
-from kairo._stats import welch_p, wilcoxon_p
+from kairo._stats import sign_test_p, welch_p, wilcoxon_p
 from kairo.attention._config import (ENCODERS, HEAD_NORMS, UNIVARIATE, WEIGHT_INITS,
                                      BenchmarkConfig, CompareConfig, ModelConfig, TrainConfig,
                                      model_config, resolve_head, train_config)
 
 __all__ = ["CompareConfig", "BenchmarkConfig", "run_grid", "pooling_tests", "summarize",
            "cv_folds", "cv_summary", "comparison_figure", "run_compare", "run_benchmark",
-           "resnet_test", "canonical_datasets", "UNIVARIATE"]
+           "resnet_test", "canonical_datasets", "read_reference", "reference_test",
+           "benchmark_markdown", "MIN_WILCOXON_PAIRS", "PER_SEED_COLUMNS", "UNIVARIATE"]
 
 
 def canonical_datasets(names) -> tuple[str, ...]:
@@ -77,6 +79,8 @@ def _one(job: dict) -> dict:
         train, scored = train.subset(fit_idx), train.subset(score_idx)
     t0 = time.perf_counter()
     res = _train.fit(mcfg, tcfg, train, progress_bar=False)
+    # the fit alone, timed as the benchmark's peers are (scoring the test split excluded)
+    fit_seconds = time.perf_counter() - t0
     hist = res["history"]
     best = next((h for h in hist if h["epoch"] == res["best_epoch"]), hist[-1])
     row = {"dataset": job["dataset"], "encoder": mcfg.encoder, "pool": mcfg.pool,
@@ -90,7 +94,7 @@ def _one(job: dict) -> dict:
         row.update(fold=fold["index"], cv_hits=int((pred == scored.y).sum()),
                    cv_n=len(scored))
     row.update(best_epoch=res["best_epoch"], epochs_run=len(hist),
-               seconds=time.perf_counter() - t0,
+               seconds=time.perf_counter() - t0, fit_seconds=fit_seconds,
                n_params=int(sum(p.numel() for p in res["model"].parameters())))
     return row
 
@@ -305,7 +309,8 @@ def _read_reuse(cfg, datasets) -> pd.DataFrame:
         raise DataError(f"--reuse {cfg.reuse}: expected {what} with columns {sorted(need)}; "
                         f"it has {sorted(df.columns)}")
     _check_reused_settings(cfg)
-    for col in ("test_macro_f1", "seconds", "n_params"):     # summaries only: may be absent
+    # only summarised, and absent from tables written before they were recorded
+    for col in ("test_macro_f1", "seconds", "fit_seconds", "n_params"):
         if cfg.select != "cv" and col not in df:
             df[col] = np.nan
     # only the configured candidates compete (encoders × pools × time warps)
@@ -383,27 +388,171 @@ def _describe_candidate(enc: str, pool: str, warp: float) -> str:
     return f"{enc} + {pool}" + (f", time warp {warp:g}" if warp else "")
 
 
-def run_benchmark(cfg: BenchmarkConfig, rd, progress_bar=None) -> str:
-    from kairo.attention._published import published_table
+# ---------------------------------------------------------------------------- reference runs
+# with fewer pairs no two-sided signed-rank p can fall below 0.05 (2 / 2^5 = 0.0625), and
+# SciPy's normal approximation, taken where differences tie or are zero (common with
+# accuracies), is poor for so few: the exact sign test answers there
+MIN_WILCOXON_PAIRS = 6
+# differences are rounded to this many decimals before they are counted and ranked: the same
+# count of test series must tie (0.95 − 0.94 and 0.93 − 0.92 differ in the 17th digit), while
+# counts of one test series apart stay apart up to a million test series
+_DECIMALS = 9
+_REFERENCE_COLUMNS = ("dataset", "seed", "test_accuracy")
 
-    cands = _candidates(cfg)
-    datasets = canonical_datasets(cfg.datasets)
-    _record_resolved(cfg, rd)
+
+def read_reference(path) -> pd.DataFrame:
+    """The runs of an earlier ``kairo tsc benchmark`` to pair with: its ``refit_runs.csv``
+    (or any table with ``dataset``, ``seed`` and ``test_accuracy``, one row per dataset and
+    seed). ConfigError naming the file when it is missing, unreadable, lacks a column, or
+    lists a dataset's seed twice (a table of several configurations). Rows without a test
+    accuracy are left out."""
+    from pathlib import Path
+
+    from kairo._errors import ConfigError
+
+    p = Path(path)
+    what = ("the refit_runs.csv of an earlier kairo tsc benchmark (columns dataset, seed, "
+            "test_accuracy)")
+    if not p.is_file():
+        raise ConfigError(f"reference {p}: no such file; expected {what}")
+    try:
+        df = pd.read_csv(p)
+    except (OSError, UnicodeDecodeError, pd.errors.ParserError,
+            pd.errors.EmptyDataError) as exc:
+        raise ConfigError(f"reference {p}: cannot read it as a CSV table ({exc}); expected "
+                          f"{what}") from None
+    missing = [c for c in _REFERENCE_COLUMNS if c not in df.columns]
+    if missing:
+        raise ConfigError(f"reference {p}: lacks the column{'s' * (len(missing) > 1)} "
+                          f"{', '.join(missing)}; expected {what}, it has "
+                          f"{', '.join(map(str, df.columns)) or 'none'}")
+    seed = pd.to_numeric(df.seed, errors="coerce")
+    acc = pd.to_numeric(df.test_accuracy, errors="coerce")
+    bad = df.index[seed.isna() | (seed % 1 != 0) | (acc.isna() & df.test_accuracy.notna()) |
+                   ~(acc.between(0, 1) | acc.isna())]
+    if len(bad):
+        i = bad[0]
+        raise ConfigError(f"reference {p}: row {i + 2} has seed {df.seed[i]!r} and "
+                          f"test_accuracy {df.test_accuracy[i]!r}; expected an integer seed "
+                          f"and an accuracy in [0, 1]")
+    out = df.assign(seed=seed.astype(int), test_accuracy=acc, dataset=df.dataset.astype(str))
+    out = out[out.test_accuracy.notna()]
+    twice = out[out.duplicated(["dataset", "seed"])]
+    if len(twice):
+        r = twice.iloc[0]
+        raise ConfigError(f"reference {p}: lists {r.dataset} seed {r.seed} twice; pair with a "
+                          f"table of one configuration per dataset (a refit_runs.csv)")
+    return out.reset_index(drop=True)
+
+
+def _seed_text(seeds) -> str:
+    """'0–4', or '0, 2, 5' when the seeds are not consecutive; '' for none."""
+    seeds = sorted(int(s) for s in seeds)
+    if len(seeds) > 1 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}–{seeds[-1]}"
+    return ", ".join(map(str, seeds))
+
+
+def reference_test(accuracy: dict, reference: dict | None, dataset: str = "") -> dict:
+    """This run's test accuracy per seed (``{seed: accuracy}``) against the reference's, paired
+    by seed: the reference's mean over the paired seeds, the mean difference (this run minus
+    the reference), wins/ties/losses of this run, and a two-sided p — Wilcoxon signed-rank
+    (zero differences split between the ranks) with at least ``MIN_WILCOXON_PAIRS`` pairs and
+    a decided one, else the exact sign test. Without a pair the test is empty (NaN) and
+    ``note`` says why; seeds on one side only are named in it."""
+    nan = float("nan")
+    out = {"reference": nan, "pairs_vs_reference": 0, "vs reference": nan,
+           "wins_vs_reference": nan, "ties_vs_reference": nan, "losses_vs_reference": nan,
+           "test_vs_reference": "", "p vs reference": nan, "note_vs_reference": ""}
+    ours = {int(s): float(a) for s, a in accuracy.items() if np.isfinite(a)}
+    if not reference:
+        out["note_vs_reference"] = f"the reference has no runs of {dataset or 'this set'}"
+        return out
+    seeds = sorted(set(ours) & set(reference))
+    if not seeds:
+        out["note_vs_reference"] = (f"no seed in common (this run: {_seed_text(ours) or 'none'}"
+                                    f"; the reference: {_seed_text(reference)})")
+        return out
+    only = sorted(set(ours) - set(reference))
+    if only:
+        out["note_vs_reference"] = (f"seed{'s' * (len(only) > 1)} {_seed_text(only)} not in "
+                                    f"the reference")
+    d = np.round(np.array([ours[s] - reference[s] for s in seeds]), _DECIMALS)
+    wins, ties, losses = int((d > 0).sum()), int((d == 0).sum()), int((d < 0).sum())
+    if len(d) >= MIN_WILCOXON_PAIRS and wins + losses:
+        test, p = "wilcoxon", wilcoxon_p(d, zero_method="zsplit", min_n=MIN_WILCOXON_PAIRS)
+    else:
+        test, p = "sign", sign_test_p(wins, losses)
+    out.update({"reference": float(np.mean([reference[s] for s in seeds])),
+                "pairs_vs_reference": len(d), "vs reference": float(d.mean()),
+                "wins_vs_reference": wins, "ties_vs_reference": ties,
+                "losses_vs_reference": losses, "test_vs_reference": test, "p vs reference": p})
+    return out
+
+
+# ---------------------------------------------------------------------------- peers
+def _peer_jobs(cfg, datasets) -> list[dict]:
+    """One job per dataset × peer × seed (the seeds kairo's runs use); the set each peer is
+    given is resolved here, so a set no peer can take is refused before anything trains."""
+    from kairo.attention._peers import peer_input
+
+    if not cfg.peers:
+        return []
+    jobs = []
+    for ds in datasets:
+        given = peer_input(ds)
+        for peer in cfg.peers:
+            for seed in range(cfg.seed, cfg.seed + cfg.seeds):
+                jobs.append({"dataset": ds, "input": given, "peer": peer, "seed": seed,
+                             "znorm": cfg.znorm, "mnist1d_length": cfg.mnist1d_length})
+    return jobs
+
+
+def _one_peer(job: dict) -> dict:
+    """One peer fit (in a worker process): fit on the train split, score the test split."""
+    from kairo.attention._peers import PEER_NAMES, fit_peer
+
+    train, test = _data(job["input"], job["mnist1d_length"])
+    res = fit_peer(job["peer"], train, test, seed=job["seed"], znorm=job["znorm"])
+    return {"dataset": job["dataset"], "method": PEER_NAMES[job["peer"]], "seed": job["seed"],
+            "accuracy": res["accuracy"], "fit_seconds": res["fit_seconds"],
+            "input": job["input"], "scaling": res["scaling"]}
+
+
+# ---------------------------------------------------------------------------- benchmark
+PER_SEED_COLUMNS = ("dataset", "method", "seed", "accuracy", "fit_seconds", "input", "scaling")
+
+
+def _check_selection(cfg, cands, datasets) -> pd.DataFrame | None:
+    """What the selection needs, checked before anything trains: the reused table (returned),
+    or with --select cv enough series of every class for the folds."""
     if cfg.reuse:
-        df = _read_reuse(cfg, datasets)
-    elif len(cands) == 1 and cfg.refit:
-        # nothing to choose: only the refit runs are trained
-        enc, pool, warp = cands[0]
-        df = pd.DataFrame([{"dataset": ds, "encoder": enc, "pool": pool, "time_warp": warp,
-                            "seed": 0, "test_accuracy": np.nan, "val_accuracy": np.nan,
-                            "test_macro_f1": np.nan, "seconds": np.nan, "n_params": 0}
-                           for ds in datasets])
-    elif cfg.select == "cv":
-        for ds in datasets:                       # fail fast, in this process
+        return _read_reuse(cfg, datasets)
+    if cfg.select == "cv" and not (len(cands) == 1 and cfg.refit):
+        for ds in datasets:
             try:
                 cv_folds(_data(ds, cfg.mnist1d_length)[0].y, cfg.folds, 0)
             except DataError as exc:
                 raise DataError(f"dataset {ds}: {exc}") from None
+    return None
+
+
+def _select(cfg, cands, datasets, rd, progress_bar, reused=None):
+    """The configuration of each dataset, chosen on the training split only: (table indexed
+    by dataset with encoder, pool, time_warp and what the choice saw; the runs it was chosen
+    from, or None; the per-candidate summary, or None; whether by CV; how, for the summary).
+    ``reused``: the runs of --reuse (see _check_selection)."""
+    if len(cands) == 1 and cfg.refit and not cfg.reuse:
+        # nothing to choose: no selection runs, the refit runs are the only ones trained
+        enc, pool, warp = cands[0]
+        table = pd.DataFrame({"dataset": list(datasets), "encoder": enc, "pool": pool,
+                              "time_warp": warp, "val_mean": np.nan, "kairo": np.nan,
+                              "kairo_sd": np.nan, "n": 0}).set_index("dataset")
+        rd.resolve("selection", "none (one candidate)")
+        return table, None, None, False, " (the only candidate: no selection runs)"
+    if cfg.reuse:
+        df = reused if reused is not None else _read_reuse(cfg, datasets)
+    elif cfg.select == "cv":
         # each fold is trained like the refit (no hold-out, the full epochs), so the CV
         # accuracy estimates the protocol whose test accuracy is reported
         df = run_grid(_jobs(cfg, cands, datasets, folds=cfg.folds, seeds=cfg.cv_repeats,
@@ -422,9 +571,8 @@ def run_benchmark(cfg: BenchmarkConfig, rd, progress_bar=None) -> str:
         rd.add("selection.csv", summary)
     else:
         summary = summarize(df)
-        score = summary.val_mean.fillna(-np.inf)   # NaN: no validation hold-out (one combo)
-        if df.test_accuracy.notna().any():
-            rd.add("runs.csv", df)
+        score = summary.val_mean.fillna(-np.inf)   # NaN: no validation hold-out
+        rd.add("runs.csv", df)
     # the configuration is chosen on the training split only (validation accuracy or CV
     # accuracy; the first candidate wins a tie); test accuracy is reported, never used
     best = summary.loc[score.groupby(summary.dataset, sort=False).idxmax()]
@@ -434,54 +582,182 @@ def run_benchmark(cfg: BenchmarkConfig, rd, progress_bar=None) -> str:
     else:
         table = best.set_index("dataset")[keys + ["val_mean", "test_mean", "test_sd", "n"]]
         table = table.rename(columns={"test_mean": "kairo", "test_sd": "kairo_sd"})
+    # a reused table's fold count, not --folds
+    how = (f" (chosen by {int(df.fold.max()) + 1}-fold CV × {int(summary.repeats.max())})"
+           if cv else
+           " (chosen on validation)" if summary.val_mean.notna().any() else "")
+    return table, df, summary, cv, how
+
+
+def run_benchmark(cfg: BenchmarkConfig, rd, progress_bar=None) -> str:
+    """``kairo tsc benchmark``: per dataset, the configuration chosen on the training split
+    (none to choose with one candidate), refit once per seed, next to aeon's MiniRocket and
+    MultiRocket-Hydra fitted on the same splits with the same seeds, the published figures,
+    a Welch test against Fawaz et al.'s ResNet runs and, with ``reference``, a paired test
+    against an earlier run's seeds. Writes benchmark.csv (one row per dataset), per_seed.csv,
+    table.md and the runs it trained; returns the table as text."""
+    from kairo.attention._published import published_table
+    from kairo.attention._train import resolve_znorm
+
+    cands = _candidates(cfg)
+    datasets = canonical_datasets(cfg.datasets)
+    # the reused runs, the folds, the reference and the peers' inputs are checked before
+    # anything trains
+    reused = _check_selection(cfg, cands, datasets)
+    reference = read_reference(cfg.reference) if cfg.reference else None
+    peer_jobs = _peer_jobs(cfg, datasets)
+    _record_resolved(cfg, rd)
+    # the peers first: they take seconds to minutes where kairo takes hours, and a peer
+    # failing after those hours would take the whole results folder with it
+    peers = (run_grid(peer_jobs, cfg.workers, progress_bar, _one_peer, executor=cfg.executor)
+             if peer_jobs else pd.DataFrame(columns=list(PER_SEED_COLUMNS)))
+    table, df, summary, cv, how = _select(cfg, cands, datasets, rd, progress_bar, reused)
     if cfg.refit:
         # the chosen configuration is trained again on the whole training split for the full
         # epochs (no hold-out, weights of the lowest training loss): a few held-out series are
         # a noisy early-stopping signal on small sets and cost the model a fifth of its data
         chosen = {ds: [(r.encoder, r["pool"], r.time_warp)] for ds, r in table.iterrows()}
-        refit = run_grid(_jobs(cfg, chosen, list(chosen), val_fraction=0.0), cfg.workers,
-                         progress_bar, executor=cfg.executor)
-        rd.add("refit_runs.csv", refit)
-        g = refit.groupby("dataset", sort=False).test_accuracy
+        runs = run_grid(_jobs(cfg, chosen, list(chosen), val_fraction=0.0), cfg.workers,
+                        progress_bar, executor=cfg.executor)
+        rd.add("refit_runs.csv", runs)
         if not cv:
             table["selection_test"] = table["kairo"]
-        table["kairo"], table["kairo_sd"], table["n"] = g.mean(), g.std(), g.size()
-        per_seed = {ds: refit.test_accuracy[refit.dataset == ds].to_numpy() for ds in table.index}
     else:
-        per_seed = {ds: df.test_accuracy[(df.dataset == ds) & (df.encoder == r.encoder) &
-                                         (df["pool"] == r["pool"]) &
-                                         (df.time_warp == r.time_warp)].to_numpy()
-                    for ds, r in table.iterrows()}
+        runs = pd.concat([df[(df.dataset == ds) & (df.encoder == r.encoder) &
+                             (df["pool"] == r["pool"]) & (df.time_warp == r.time_warp)]
+                          for ds, r in table.iterrows()])
+    g = runs.groupby("dataset", sort=False)
+    table["kairo"], table["kairo_sd"], table["n"] = (g.test_accuracy.mean(),
+                                                     g.test_accuracy.std(), g.size())
+    table["seeds"] = [_seed_text(runs.seed[runs.dataset == ds]) for ds in table.index]
+    table["kairo_fit_seconds"] = g.fit_seconds.mean()
+    per_seed = {ds: runs[runs.dataset == ds].set_index("seed").test_accuracy.to_dict()
+                for ds in table.index}
+
+    for name in dict.fromkeys(peers.method):
+        part = peers[peers.method == name].groupby("dataset", sort=False)
+        table[name], table[f"{name}_sd"] = part.accuracy.mean(), part.accuracy.std()
+        table[f"{name}_fit_seconds"] = part.fit_seconds.mean()
+    if len(peers):
+        table["peer_input"] = peers.groupby("dataset", sort=False).input.first()
+
     table = table.join(published_table(list(table.index)))
     table["vs ResNet"] = table["kairo"] - table["ResNet (Fawaz 2019)"]
-    table["p vs ResNet"] = [resnet_test(per_seed[ds], ds) for ds in table.index]
+    table["p vs ResNet"] = [resnet_test(list(per_seed[ds].values()), ds) for ds in table.index]
+    if reference is not None:
+        ref = {ds.lower(): part.set_index("seed").test_accuracy.to_dict()
+               for ds, part in reference.groupby("dataset")}
+        tests = pd.DataFrame([reference_test(per_seed[ds], ref.get(ds.lower()), ds)
+                              for ds in table.index], index=table.index)
+        # counts stay integers beside the empty rows (blank in the CSV, not 2.0)
+        tests = tests.astype({f"{k}_vs_reference": "Int64" for k in ("wins", "ties", "losses")})
+        table = table.join(tests)
     rd.add("benchmark.csv", table.reset_index())
-    # a reused table's fold count, not --folds
-    how = (f" (chosen by {int(df.fold.max()) + 1}-fold CV × {int(summary.repeats.max())})"
-           if cv else
-           " (chosen on validation)" if summary.val_mean.notna().any() else "")
-    w = max([18] + [len(d) for d in table.index])     # PickupGestureWiimoteZ is 21
-    lines = [f"{'dataset':{w}s} {'kairo':>13s} {'ResNet':>7s} {'HC2':>6s} {'Incep.':>6s} "
-             f"{'WEASEL2':>7s} {'FreshP.':>7s}  configuration{how}"]
-    for ds, r in table.iterrows():
-        sd = r.kairo_sd if r.n > 1 else 0.0
-        lines.append(f"{ds:{w}s} {r.kairo:.3f} ± {sd:.3f} {r['ResNet (Fawaz 2019)']:7.3f} "
-                     f"{r['HC2']:6.3f} {r['InceptionTime']:6.3f} {r['WEASEL-2.0']:7.3f} "
-                     f"{r['FreshPRINCE']:7.3f}  "
-                     f"{_describe_candidate(r.encoder, r['pool'], r.time_warp)}")
+
+    scaling = {ds: resolve_znorm(cfg.znorm, _data(ds, cfg.mnist1d_length)[0].n_channels)
+               for ds in table.index}
+    ours = runs.assign(method="kairo", accuracy=runs.test_accuracy, input=runs.dataset,
+                       scaling=runs.dataset.map(scaling))
+    ours = ours[list(PER_SEED_COLUMNS)]
+    rd.add("per_seed.csv", pd.concat([ours, peers], ignore_index=True) if len(peers) else ours)
+    md = benchmark_markdown(table, reference=reference is not None)
+    notes = _notes(cfg, table, peers, reference, cv)
+    rd.add("table.md", md + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n")
+
+    lines = [f"kairo tsc benchmark{how}:", md]
     if cv:
+        w = max([18] + [len(d) for d in table.index])     # PickupGestureWiimoteZ is 21
         lines.append("cross-validated accuracy of each candidate (training split only):")
         for r in summary.itertuples():
             what = _describe_candidate(r.encoder, r.pool, r.time_warp)
             lines.append(f"  {r.dataset:{w}s} {what:32s} {r.cv_accuracy:.3f} "
                          f"({r.cv_series} held-out predictions)")
-    lines.append(("kairo: the chosen configuration refit on the whole training split (test "
-                  "accuracy over seeds)" if cfg.refit else
-                  "kairo: the chosen configuration's runs with a validation hold-out"))
-    lines.append("published: default train/test split (aeon's resample 0); ResNet: Fawaz et al. "
-                 "2019, mean of their 5 runs, where bundled")
+    lines += notes
     tested = table["p vs ResNet"].dropna()
     if len(tested):
         lines.append("kairo vs ResNet's runs (Welch t-test): " + "; ".join(
             f"{ds} {table.loc[ds, 'vs ResNet']:+.3f} (p {p:.2f})" for ds, p in tested.items()))
     return "\n".join(lines)
+
+
+def _cell(v, fmt: str = ".3f") -> str:
+    return "—" if v is None or (isinstance(v, float) and not np.isfinite(v)) else format(v, fmt)
+
+
+def _seconds(v) -> str:
+    return "—" if not np.isfinite(v) else f"{v:.2f}" if v < 10 else f"{v:.0f}"
+
+
+def _p(v) -> str:
+    return "—" if not np.isfinite(v) else f"{v:.2g}" if v < 0.01 else f"{v:.2f}"
+
+
+def benchmark_markdown(table: pd.DataFrame, *, reference: bool = False) -> str:
+    """The benchmark table (``benchmark.csv`` indexed by dataset) as markdown: kairo's mean ±
+    sd over its seeds and mean fit time, each peer's mean accuracy and fit time, the published
+    figures, the Welch p against Fawaz et al.'s runs and, with ``reference``, the paired
+    comparison with the reference (mean difference, wins/ties/losses, p and its test)."""
+    from kairo.attention._peers import PEER_NAMES
+
+    peers = [n for n in PEER_NAMES.values() if n in table]
+    published = ["ResNet (Fawaz 2019)", "InceptionTime", "HC2", "ConvTran (Foumani 2024)"]
+    head = ["dataset", "kairo (mean ± sd)", "seeds", "fit s"]
+    for name in peers:
+        head += [name, "fit s"]
+    head += published + ["p vs ResNet (Welch)"]
+    if reference:
+        head += ["Δ vs reference", "win/tie/loss", "p vs reference"]
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for ds, r in table.iterrows():
+        sd = r.kairo_sd if r.n > 1 else float("nan")
+        cells = [ds, f"{_cell(r.kairo)} ± {_cell(sd)}" if np.isfinite(sd) else _cell(r.kairo),
+                 r.seeds, _seconds(r.kairo_fit_seconds)]
+        for name in peers:
+            cells += [_cell(r[name]), _seconds(r[f"{name}_fit_seconds"])]
+        cells += [_cell(r[c]) for c in published] + [_p(r["p vs ResNet"])]
+        if reference:
+            if r.pairs_vs_reference:
+                cells += [f"{r['vs reference']:+.3f}",
+                          f"{int(r.wins_vs_reference)}/{int(r.ties_vs_reference)}/"
+                          f"{int(r.losses_vs_reference)}",
+                          f"{_p(r['p vs reference'])} ({r.test_vs_reference})"]
+            else:
+                cells += ["—", "—", "—"]
+        rows.append("| " + " | ".join(map(str, cells)) + " |")
+    return "\n".join(rows)
+
+
+def _notes(cfg, table, peers, reference, cv) -> list[str]:
+    """What the table's columns are, and what a reader could not tell from them."""
+    notes = []
+    configs = {ds: _describe_candidate(r.encoder, r["pool"], r.time_warp)
+               for ds, r in table.iterrows()}
+    if len(set(configs.values())) == 1:
+        notes.append(f"kairo: {next(iter(configs.values()))}")
+    else:
+        notes.append("kairo: " + "; ".join(f"{ds} {c}" for ds, c in configs.items()))
+    notes.append("kairo: the chosen configuration refit on the whole training split (test "
+                 "accuracy over seeds)" if cfg.refit else
+                 "kairo: the chosen configuration's runs with a validation hold-out")
+    if len(peers):
+        names = ", ".join(dict.fromkeys(peers.method))
+        notes.append(f"{names}: aeon, fitted on the same train split and scored once on the "
+                     f"same test split per seed (random_state = seed), one thread, input "
+                     f"scaled as kairo's (znorm {', '.join(sorted(set(peers.scaling)))}); fit s: "
+                     f"wall-clock seconds of one fit, mean over seeds")
+        for ds, given in peers.groupby("dataset", sort=False).input.first().items():
+            if given != ds:
+                notes.append(f"{ds}: the peers take equal-length series only and were given "
+                             f"the archive's equal-length copy {given}; kairo the original "
+                             f"series, padded and masked")
+    notes.append("published: default train/test split (aeon's resample 0); ResNet: Fawaz et "
+                 "al. 2019, mean of their 5 runs, where bundled; ConvTran: Foumani et al. "
+                 "2024 (multivariate sets)")
+    if reference is not None:
+        notes.append(f"reference: {cfg.reference}, paired by seed (Wilcoxon signed-rank from "
+                     f"{MIN_WILCOXON_PAIRS} pairs, else the sign test; Δ = this run − the "
+                     f"reference)")
+        for ds, why in table.note_vs_reference.items():
+            if why:
+                notes.append(f"{ds} vs reference: {why}")
+    return notes

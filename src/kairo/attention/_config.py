@@ -26,7 +26,7 @@ __all__ = ["ModelConfig", "TrainConfig", "ModelOptions", "TrainOptions", "DataOp
            "EncodingsConfig", "CompareConfig", "BenchmarkConfig", "ListConfig",
            "model_config", "train_config", "split_config", "ENCODERS", "POOLS",
            "NORM_POSITIONS", "TOKENS", "POSITIONALS", "SCHEDULES", "DEVICES", "HEAD_NORMS",
-           "WEIGHT_INITS", "ZNORMS", "BN_STATS", "SELECTS", "SPLITS", "UNIVARIATE"]
+           "WEIGHT_INITS", "ZNORMS", "BN_STATS", "SELECTS", "SPLITS", "UNIVARIATE", "PEERS"]
 
 ENCODERS = ("resnet", "transformer")
 POOLS = ("mean", "max", "cls", "attention", "mha")
@@ -46,6 +46,9 @@ ZNORMS = ("auto", "series", "channel", "none")
 # (benchmarks/studies/resnet_bn_stats.py, docs/attention.md)
 BN_STATS = ("running", "recompute")
 SELECTS = ("holdout", "cv")
+# the classifiers a user would otherwise run, fitted beside kairo in `kairo tsc benchmark`
+# (aeon's convolution-based classifiers, kairo.attention._peers)
+PEERS = ("minirocket", "multirocket-hydra")
 SPLITS = ("train", "test")
 
 # every univariate classification set the aeon wheel ships (UnitTest aside), each with
@@ -495,11 +498,21 @@ class BenchmarkConfig(CompareConfig):
     time_warps: tuple[float, ...] = option((), "comma-separated time-warp candidates to "
                                            "choose from (e.g. 0,0.2); empty = just "
                                            "--time-warp", low=0.0, high=10.0)
+    peers: tuple[str, ...] = option(PEERS, "comma-separated aeon classifiers fitted on the "
+                                    "same splits and seeds, one thread each, for accuracy and "
+                                    "fit time: minirocket, multirocket-hydra; empty (--peers "
+                                    "'') = none", choices=PEERS)
+    reference: str = option("", "refit_runs.csv of an earlier kairo tsc benchmark (e.g. "
+                            "--encoders resnet): this run's seeds are paired with its same "
+                            "seeds per dataset (mean difference, wins/ties/losses, Wilcoxon "
+                            "or sign test)")
 
     def __post_init__(self):
         super().__post_init__()
         if len(set(self.time_warps)) != len(self.time_warps):
             raise ConfigError(f"time_warps lists a candidate twice: {self.time_warps}")
+        if len(set(self.peers)) != len(self.peers):
+            raise ConfigError(f"peers lists a classifier twice: {', '.join(self.peers)}")
         if self.select == "cv" and not self.refit:
             raise ConfigError("select cv needs refit: cross-validation never touches the test "
                               "split, so only the refit runs give test accuracy")

@@ -9,6 +9,11 @@
   sets the aeon wheel ships. Their means are the figures the issue quotes (ArrowHead 0.838,
   …). Other ResNet figures are not bundled anywhere offline, so they are left out rather than
   guessed.
+- ConvTran (Foumani, Tan, Webb and Salehi 2024, "Improving position encoding of transformers
+  for multivariate time series classification", Data Mining and Knowledge Discovery,
+  doi:10.1007/s10618-023-00948-2): the test accuracy the paper reports on the UEA archive's
+  default split for the two multivariate sets the aeon wheel ships (JapaneseVowels,
+  BasicMotions); the aeon tables above hold univariate sets only.
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ import pandas as pd
 
 from kairo._errors import DataError
 
-__all__ = ["RESNET_FAWAZ2019", "RESNET_FAWAZ2019_RUNS", "published_table", "AEON_CLASSIFIERS"]
+__all__ = ["RESNET_FAWAZ2019", "RESNET_FAWAZ2019_RUNS", "CONVTRAN_FOUMANI2024",
+           "published_table", "AEON_CLASSIFIERS", "RESNET", "CONVTRAN"]
 
 # test-set hits / test-set size of each run (iterations 0-4), exact
 _RESNET_HITS = {"ACSF1": ((93, 92, 93, 93, 87), 100),
@@ -40,6 +46,12 @@ _RESNET_HITS.update({eq: _RESNET_HITS[ds] for ds, eq in _AEON_NAMES.items()
                      if ds in _RESNET_HITS})
 RESNET_FAWAZ2019_RUNS = {ds: tuple(h / n for h in hits) for ds, (hits, n) in _RESNET_HITS.items()}
 RESNET_FAWAZ2019 = {ds: sum(r) / len(r) for ds, r in RESNET_FAWAZ2019_RUNS.items()}
+# ConvTran's loader pads a variable-length set's series at the end to the longest length
+# (github.com/Navidfoumani/ConvTran, Dataset/load_UEA_data.py), so its JapaneseVowels figure
+# is kairo's padded "JapaneseVowels", not the resampled "JapaneseVowels_eq"
+CONVTRAN_FOUMANI2024 = {"JapaneseVowels": 0.989, "BasicMotions": 1.000}
+RESNET = "ResNet (Fawaz 2019)"
+CONVTRAN = "ConvTran (Foumani 2024)"
 
 
 def _results_dir() -> str:
@@ -60,11 +72,12 @@ def _aeon_table(name: str) -> pd.DataFrame:
 
 def published_table(datasets) -> pd.DataFrame:
     """One row per dataset: each classifier's accuracy on the default split (``<name>``) and
-    the mean over its 30 resamples (``<name> (30 resamples)``), plus ResNet (Fawaz 2019).
-    Missing entries are NaN."""
+    the mean over its 30 resamples (``<name> (30 resamples)``), plus ResNet (Fawaz 2019) and
+    ConvTran (Foumani 2024). Missing entries are NaN."""
     rows = []
     for ds in datasets:
-        row = {"dataset": ds, "ResNet (Fawaz 2019)": RESNET_FAWAZ2019.get(ds, float("nan"))}
+        row = {"dataset": ds, RESNET: RESNET_FAWAZ2019.get(ds, float("nan")),
+               CONVTRAN: CONVTRAN_FOUMANI2024.get(ds, float("nan"))}
         for name in AEON_CLASSIFIERS:
             t = _aeon_table(name)
             key = _AEON_NAMES.get(ds, ds)      # "<name>_eq" is its own key already
