@@ -8,7 +8,8 @@ Sections (each records the load average before and after, because the machine is
                  outputs (eval mode, post-LN and pre-LN, with and without a key-padding mask).
 2. speed       — samples/s on x [64, 1, 700], 10 classes, 2 torch threads: training (forward,
                  cross-entropy, backward, AdamW step) and inference (eval, no_grad). Models:
-                 kairo Transformer (step tokens, pre-LN and post-LN, with dropout 0 for the
+                 kairo's default classifier (``ModelConfig()``, what ``kairo tsc train``
+                 builds), kairo Transformer (step tokens, pre-LN and post-LN, with dropout 0 for the
                  equal-computation ratio, and with attention dropout 0.1 for reference), kairo
                  patch-16 Transformer, kairo ResNet1D (kernels 8, 5, 3 as Fawaz et al.; and
                  7, 5, 3 as tsai's ResNet, for the equal-computation ratio);
@@ -426,6 +427,8 @@ def kairo_builders(length: int, n_classes: int) -> dict:
         return lambda: TorchEncoderClassifier(1, n_classes, length, **kw)
 
     return {
+        # `kairo tsc train`'s model as it comes (its recipe: conv tokens, its pooling head)
+        "kairo_default": lambda: build_classifier(ModelConfig(), 1, n_classes, length),
         "kairo_transformer_step": kairo(encoder="transformer", tokens="step", norm_position="pre"),
         "kairo_transformer_step_post_ln": kairo(encoder="transformer", tokens="step",
                                                 norm_position="post"),
@@ -470,6 +473,7 @@ def kairo_acc_builders(resnet_ablation: bool = False) -> dict:
         return build
 
     out = {
+        "kairo_default": lambda c, k, t: build_classifier(ModelConfig(), c, k, t),
         "kairo_transformer_step": kairo(encoder="transformer", tokens="step"),
         "kairo_transformer_step_post": kairo(encoder="transformer", tokens="step", norm_position="post"),
         "kairo_resnet": kairo(encoder="resnet", blocks=3),
@@ -612,6 +616,9 @@ def run_tsai(python: Path | None, cfg: dict, accuracy: dict | None, speed: bool 
 
 # ------------------------------------------------------------------------------- ratios
 RATIOS = {  # name: (kairo model, peer model)
+    "default_vs_torch_defaults": ("kairo_default", "torch_encoder_defaults"),
+    "default_vs_torch_same_size": ("kairo_default", "torch_encoder_same_size"),
+    "default_vs_tsai_tst": ("kairo_default", "tsai_tst"),
     "transformer_vs_torch_defaults": ("kairo_transformer_step", "torch_encoder_defaults"),
     "transformer_vs_torch_same_size": ("kairo_transformer_step", "torch_encoder_same_size"),
     "transformer_vs_torch_same_size_dropout0": ("kairo_transformer_step",

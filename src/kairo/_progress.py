@@ -44,7 +44,8 @@ class _LogProgress:
             self._last = now
             self._emit(now)
 
-    def set_postfix(self, **kw) -> None:
+    def set_postfix(self, refresh: bool = True, **kw) -> None:
+        # tqdm's signature; refresh means nothing to a log line
         self.postfix = ", ".join(f"{k}={v}" for k, v in kw.items())
 
     def _emit(self, now: float) -> None:

@@ -265,12 +265,16 @@ def test_one_candidate_trains_no_selection_runs(tmp_path, monkeypatch):
     assert len(pd.read_csv(out / "refit_runs.csv")) == 2
 
 
-def test_several_candidates_keep_the_selection_runs(tmp_path, monkeypatch):
+def test_several_candidates_keep_the_selection_runs(tmp_path, monkeypatch, capsys):
     calls = _count_grids(monkeypatch)
     out = tmp_path / "two"
-    assert main(["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--encoders", "resnet",
-                 "--pools", "mean,max", "--seeds", "2", "--peers", "", *TINY,
-                 "--out", str(out)]) == 0
+    args = ["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--encoders", "resnet",
+            "--pools", "mean,max", "--seeds", "2", "--peers", "", *TINY, "--out", str(out)]
+    # no hold-out to choose on: refused before anything trains
+    assert main([*args, "--val-fraction", "0"]) == 2
+    assert "val_fraction: --select holdout chooses among 2 candidates" in capsys.readouterr().err
+    assert calls == [] and not out.exists()
+    assert main(args) == 0
     # 2 candidates × 2 seeds on the 20 % hold-out, then the chosen one refit per seed
     assert calls == [["val 0.2"] * 4, ["val 0"] * 2]
     assert len(pd.read_csv(out / "runs.csv")) == 4

@@ -365,7 +365,10 @@ def test_glorot_init_and_no_head_norm(encoder):
         torch.testing.assert_close(model(x, mask), model.head[1](model.pool(tokens, tmask)))
 
 
-def test_tiny_model_overfits_16_samples():
+@pytest.mark.parametrize("tokens", ["step", "conv"])
+def test_tiny_model_overfits_16_samples(tokens):
+    from kairo.attention import recompute_bn_stats
+
     torch.manual_seed(15)
     t = torch.linspace(0, 1, 32)
     y = torch.arange(16) % 2
@@ -373,7 +376,8 @@ def test_tiny_model_overfits_16_samples():
     x = (x + 0.3 * torch.randn(16, 32))[:, None, :]                    # [16, 1, 32]
     lengths = torch.randint(20, 33, (16,))
     mask = torch.arange(32)[None, :] < lengths[:, None]
-    cfg = ModelConfig(d_model=16, n_heads=2, blocks=1, dropout=0.0, pool="attention")
+    cfg = ModelConfig(d_model=16, n_heads=2, blocks=1, dropout=0.0, pool="attention",
+                      tokens=tokens, max_tokens=8)
     model = build_classifier(cfg, 1, 2, max_len=32)
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
     for step in range(300):
@@ -383,6 +387,7 @@ def test_tiny_model_overfits_16_samples():
         opt.step()
         if step % 25 == 0 and (model(x, mask).argmax(1) == y).all():
             break
+    recompute_bn_stats(model, x, mask)        # the conv stem's batch norms (no-op for steps)
     model.eval()
     assert (model(x, mask).argmax(1) == y).all()
 

@@ -40,7 +40,7 @@ def _same_weights(a: dict, b: dict) -> bool:
 
 # ---------------------------------------------------------------------------- config
 @pytest.mark.parametrize("field, value", [
-    ("epochs", 0), ("batch", 0), ("lr", 0.0), ("lr", float("nan")), ("weight_decay", -1.0),
+    ("epochs", -1), ("steps", 0), ("batch", 0), ("lr", 0.0), ("lr", float("nan")), ("weight_decay", -1.0),
     ("schedule", "linear"), ("warmup", 1.0), ("val_fraction", 1.0), ("patience", -1),
     ("seed", -1), ("znorm", "yes"), ("znorm", 1), ("label_smoothing", 1.0), ("max_grad_norm", -0.5),
     ("checkpoint_every", 0), ("threads", -2), ("device", "tpu"), ("epochs", True),
@@ -55,8 +55,9 @@ def test_train_config_defaults_and_build_config():
     cfg = TrainConfig()
     assert (cfg.epochs, cfg.batch, cfg.lr, cfg.weight_decay, cfg.schedule, cfg.val_fraction,
             cfg.patience, cfg.seed, cfg.znorm, cfg.label_smoothing, cfg.max_grad_norm,
-            cfg.threads, cfg.bn_stats) == (200, 32, 1e-3, 1e-2, "cosine", 0.2, 30, 0, "auto", 0.0,
+            cfg.threads, cfg.bn_stats) == (0, 16, 1e-3, 0.05, "cosine", 0.0, 30, 0, "auto", 0.0,
                                            1.0, 0, "recompute")
+    assert cfg.steps == 1500
     cfg = build_config(TrainConfig, {"epochs": "7", "schedule": "onecycle"}, {"lr": "0.01"})
     assert (cfg.epochs, cfg.schedule, cfg.lr) == (7, "onecycle", 0.01)
     with pytest.raises(ConfigError, match="warmup must be > 0 for the onecycle"):
@@ -99,7 +100,7 @@ def test_step_schedules(schedule):
 # ---------------------------------------------------------------------------- fitting
 def test_fit_is_reproducible_and_keeps_the_best_weights(gunpoint):
     tr, _ = gunpoint
-    cfg = TrainConfig(epochs=4, batch=16, lr=3e-3, threads=1)
+    cfg = TrainConfig(epochs=4, batch=16, lr=3e-3, val_fraction=0.2, threads=1)
     rng_before, threads_before = torch.get_rng_state(), torch.get_num_threads()
     a = fit(TINY, cfg, tr, **QUIET)
     assert torch.equal(torch.get_rng_state(), rng_before)        # the caller's stream is kept
@@ -145,7 +146,7 @@ def test_early_stopping_returns_the_best_epoch(caplog, gunpoint, monkeypatch):
 
     monkeypatch.setattr(T, "_validate", worse_each_epoch)
     cfg = TrainConfig(epochs=20, batch=16, schedule="constant", warmup=0.0, patience=3,
-                      threads=1)
+                      val_fraction=0.2, threads=1)
     with caplog.at_level(logging.INFO, logger="kairo.attention._train"):
         r = fit(TINY, cfg, tr, progress_bar=False)
     assert r["stopped_early"] and r["best_epoch"] == 1 and len(r["history"]) == 4
@@ -166,7 +167,8 @@ def test_plateau_halves_the_lr_after_patience_epochs_without_a_lower_loss(gunpoi
 
     monkeypatch.setattr(T, "_validate", worse_each_epoch)
     cfg = TrainConfig(epochs=9, batch=16, lr=8e-3, schedule="plateau", plateau_patience=1,
-                      plateau_factor=0.5, min_lr=2e-3, patience=0, threads=1)
+                      plateau_factor=0.5, min_lr=2e-3, patience=0, val_fraction=0.2,
+                      threads=1)
     r = fit(TINY, cfg, tr, **QUIET)
     lrs = [e["lr"] for e in r["history"]]                # the lr each epoch trained with
     # epoch 1 sets the best; two worse epochs (> patience 1) halve it, down to the floor;
@@ -498,7 +500,7 @@ def test_channel_znorm_uses_training_statistics(gunpoint, tmp_path):
     """znorm="channel": one mean and std per channel from the series trained on (not the
     hold-out), saved with the model and applied unchanged at predict."""
     tr, te = gunpoint
-    cfg = TrainConfig(epochs=1, batch=16, znorm="channel", threads=1)
+    cfg = TrainConfig(epochs=1, batch=16, znorm="channel", val_fraction=0.2, threads=1)
     r = fit(RESNET, cfg, tr, **QUIET)
     meta = r["model"].fit_meta
     fit_idx, _ = stratified_split(tr.y, cfg.val_fraction, cfg.seed)
@@ -586,7 +588,8 @@ def test_fit_ensemble_members_are_the_fits_of_their_seeds(executor):
     from kairo.attention import TSEnsemble, fit_ensemble
 
     data = _toy()
-    cfg = TrainConfig(epochs=2, batch=8, seed=3, threads=1)
+    # hold-outs, so that the members' channel statistics differ
+    cfg = TrainConfig(epochs=2, batch=8, seed=3, val_fraction=0.2, threads=1)
     rng_before = torch.get_rng_state()
     r = fit_ensemble(RESNET, cfg, data, 2, workers=2, executor=executor, **QUIET)
     assert torch.equal(torch.get_rng_state(), rng_before)

@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from kairo._errors import DataError
+from kairo._errors import ConfigError, DataError
 from kairo._stats import sign_test_p, welch_p, wilcoxon_p
 from kairo.attention._config import (ENCODERS, HEAD_NORMS, UNIVARIATE, WEIGHT_INITS,
                                      BenchmarkConfig, CompareConfig, ModelConfig, TrainConfig,
@@ -528,6 +528,10 @@ def _check_selection(cfg, cands, datasets) -> pd.DataFrame | None:
     or with --select cv enough series of every class for the folds."""
     if cfg.reuse:
         return _read_reuse(cfg, datasets)
+    if cfg.select == "holdout" and not cfg.val_fraction and not (len(cands) == 1 and cfg.refit):
+        raise ConfigError(f"val_fraction: --select holdout chooses among {len(cands)} "
+                          f"candidates on a validation hold-out of the training split, and "
+                          f"val_fraction is 0; give --val-fraction (e.g. 0.2) or --select cv")
     if cfg.select == "cv" and not (len(cands) == 1 and cfg.refit):
         for ds in datasets:
             try:

@@ -86,7 +86,7 @@ class ModelOptions:
     blocks: int = option(2, "Transformer blocks or ResNet blocks", low=1)
     norm_position: str = option("pre", "Transformer LayerNorm placement: pre (before each "
                                 "residual branch) or post (after)", choices=NORM_POSITIONS)
-    tokens: str = option("step", "Transformer tokens: step (one per time step), patch (one "
+    tokens: str = option("conv", "Transformer tokens: step (one per time step), patch (one "
                          "per --patch steps) or conv (a convolutional stem, then the mean of "
                          "each window of steps, at most --max-tokens tokens)", choices=TOKENS)
     patch: int = option(16, "steps per token with --tokens patch", low=1)
@@ -95,7 +95,7 @@ class ModelOptions:
     max_tokens: int = option(64, "--tokens conv: the most tokens attention sees; the stem's "
                              "output is averaged over windows of ceil(length / max_tokens) "
                              "steps", low=1)
-    positional: str = option("sinusoidal", "positional encoding: sinusoidal, learned, rope, "
+    positional: str = option("rope", "positional encoding: sinusoidal, learned, rope, "
                              "none", choices=POSITIONALS)
     dropout: float = option(0.1, "dropout on the Transformer's residual and MLP paths (never "
                             "inside attention), in [0, 1)", low=0.0)
@@ -123,9 +123,11 @@ class TrainOptions:
                          "--steps optimizer steps take", low=0)
     steps: int = option(1500, "with --epochs 0, the training budget in optimizer steps, so "
                         "that small and large training sets train alike", low=1)
-    batch: int = option(32, "series per training batch", low=1)
+    batch: int = option(16, "series per training batch", low=1)
     lr: float = option(1e-3, "peak learning rate (AdamW)", above=0.0)
-    weight_decay: float = option(1e-2, "AdamW's decoupled weight decay", low=0.0)
+    weight_decay: float = option(0.05, "AdamW's decoupled weight decay, on weight matrices "
+                                 "and kernels only (not on biases, norms, pooling queries, CLS "
+                                 "tokens or position tables)", low=0.0)
     schedule: str = option("cosine", "learning rate: cosine (after warm-up), onecycle, "
                            "constant, or plateau (× plateau_factor after plateau_patience "
                            "epochs without a lower loss: validation loss, or training loss "
@@ -137,7 +139,7 @@ class TrainOptions:
     plateau_factor: float = option(0.5, "plateau schedule: the learning-rate multiplier, in "
                                    "(0, 1)", above=0.0)
     min_lr: float = option(1e-4, "plateau schedule: the learning-rate floor", low=0.0)
-    val_fraction: float = option(0.2, "stratified validation hold-out of the training split "
+    val_fraction: float = option(0.0, "stratified validation hold-out of the training split "
                                  "for early stopping; 0 = none (then the weights of the lowest "
                                  "training loss are kept)", low=0.0)
     patience: int = option(30, "epochs without a lower validation loss before stopping; 0 = "
@@ -295,7 +297,7 @@ class EncoderPool:
 
     encoder: str = option("transformer", "resnet (residual 1D-CNN) or transformer",
                           choices=ENCODERS)
-    pool: str = option("attention", "pooling head: mean, max, cls, attention, mha",
+    pool: str = option("mean", "pooling head: mean, max, cls, attention, mha",
                        choices=POOLS)
 
 
@@ -483,6 +485,9 @@ class BenchmarkConfig(CompareConfig):
 
     datasets: tuple[str, ...] = option(UNIVARIATE, "comma-separated dataset names (kairo tsc "
                                        "list)")
+    val_fraction: float = option(0.2, "--select holdout: the stratified validation hold-out of "
+                                 "the training split the candidates are chosen on (with early "
+                                 "stopping); the refit runs train on the whole split", low=0.0)
     reuse: str = option("", "runs.csv of an earlier compare-pooling/benchmark run, or with "
                         "--select cv the cv_runs.csv of an earlier benchmark (the grid is not "
                         "retrained)")

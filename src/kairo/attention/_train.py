@@ -317,8 +317,10 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, progress_bar) 
                      st["best_epoch"])
         st["finished"] = st["stopped_early"] or epoch + 1 == epochs
         if hasattr(bar, "set_postfix"):
-            bar.set_postfix(loss=f"{train_loss:.3f}", val_loss=f"{val_loss or 0:.3f}",
-                            val_acc=f"{val_acc or 0:.3f}", refresh=False)
+            shown = {"loss": f"{train_loss:.4f}"}
+            if val_loss is not None:
+                shown.update(val_loss=f"{val_loss:.4f}", val_acc=f"{val_acc:.3f}")
+            bar.set_postfix(refresh=False, **shown)
         st["train_seconds"] = seconds_before + time.perf_counter() - t0
         if ckpt is not None and (st["finished"] or (epoch + 1) % cfg.checkpoint_every == 0):
             save()
