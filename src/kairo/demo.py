@@ -46,10 +46,6 @@ class Step:
 
 
 # the time-series demo's model (docs/attention.md explains the choice)
-TSC_DEMO = dict(encoder="transformer", pool="attention", tokens="step", d_model=64, blocks=2,
-                lr=2e-3, patience=100)
-
-
 def _reservoir_steps(ddir: str, quick: bool) -> list[Step]:
     from kairo.reservoir import CompareConfig, PropagateConfig, RunConfig, SweepConfig
 
@@ -145,9 +141,11 @@ def _tsc_steps(quick: bool) -> list[Step]:
 
     return [
         Step("tsc-train", "tsc train",
-             TscTrainConfig(dataset="GunPoint", **TSC_DEMO, epochs=5 if quick else 150),
-             "A Transformer encoder with attention pooling classifies GunPoint (UCR, shipped in "
-             "the aeon wheel); published: ResNet 0.991, HC2 0.998 (docs/attention.md)."),
+             # the quick demo checks the chain, the full one runs the default recipe
+             TscTrainConfig(dataset="GunPoint", **({"steps": 40} if quick else {})),
+             "kairo's default time-series classifier, a Transformer on convolutional tokens, "
+             "classifies GunPoint (UCR, shipped in the aeon wheel); published: ResNet 0.991, "
+             "HC2 0.998 (docs/attention.md)."),
         Step("tsc-maps", "tsc maps",
              MapsConfig(model="tsc-train/model.pt", dataset="GunPoint", series=(0, 1)),
              "Where the trained model looks: pooling weights and self-attention."),

@@ -162,7 +162,8 @@ class TrainOptions:
     crop: float = option(0.0, "augmentation: window slicing, the fraction of each series cut "
                          "off before it is stretched back to full length (Le Guennec et al. "
                          "2016), in [0, 1); 0 = off", low=0.0)
-    bn_stats: str = option("recompute", "batch-norm statistics of the trained model (ResNet): "
+    bn_stats: str = option("recompute", "batch-norm statistics of the trained model (ResNet, "
+                           "conv tokens): "
                            "running (the averages left by training) or recompute (over the "
                            "whole training split after training, one pass, no augmentation)",
                            choices=BN_STATS)
@@ -311,8 +312,9 @@ class ModelConfig(ModelOptions, EncoderPool):
     """Architecture of a :class:`TSClassifier` (training options live in TrainConfig).
 
     ``blocks`` counts Transformer blocks or ResNet blocks. ``norm_position``, ``tokens``,
-    ``patch``, ``positional``, ``n_heads`` and ``n_kv_heads`` only matter for the Transformer
-    encoder; ``kernel_sizes`` only for the ResNet. ``pool_heads`` is used by the "mha" pool and
+    ``patch``, ``stem_blocks``, ``max_tokens``, ``positional``, ``n_heads`` and ``n_kv_heads``
+    only matter for the Transformer encoder; ``kernel_sizes`` for the ResNet and the
+    Transformer's conv tokens. ``pool_heads`` is used by the "mha" pool and
     by the "cls" pool's own block (ResNet only); ``pool_queries`` by "mha".
     ``head_norm`` ("true") puts a LayerNorm between the pooled vector and the linear layer;
     "false" feeds the pooled vector straight to it, as in Fawaz et al.'s ResNet.
