@@ -124,9 +124,10 @@ def test_demo_quick(tmp_path, capsys, caplog):
     for f in ("logic-train/circuit.json", "logic-train/circuit.c", "logic-train/circuit.v",
               "logic-verify/verify.json"):
         assert (out / f).is_file()
-    # the time-series section: metrics, maps, and the pooling weights of every test series
-    assert "## tsc-train" in report and (out / "tsc-maps" / "pooling.csv").is_file()
-    assert "pooling weights over the 150 test series" in report
+    # the time-series section: metrics and maps; the default pools by mean, so the maps are
+    # the self-attention of each chosen series and there are no pooling weights to summarise
+    assert "## tsc-train" in report and (out / "tsc-maps" / "attention_0.png").is_file()
+    assert "a mean pool has no weights to summarise" in report
     # every section says how to re-run it from the report folder
     assert report.count("Re-run: `kairo ") == sections
     # the fly, when the [fly] extra is installed

@@ -148,7 +148,7 @@ def _tsc_steps(quick: bool) -> list[Step]:
              "HC2 0.998 (docs/attention.md)."),
         Step("tsc-maps", "tsc maps",
              MapsConfig(model="tsc-train/model.pt", dataset="GunPoint", series=(0, 1)),
-             "Where the trained model looks: pooling weights and self-attention."),
+             "Where the trained model looks: its self-attention over each series."),
     ]
 
 
