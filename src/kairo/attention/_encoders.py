@@ -214,7 +214,8 @@ def _conv_bn_eval(conv: nn.Conv1d, bn: nn.BatchNorm1d, x: torch.Tensor) -> torch
 class ResNet1D(nn.Module):
     """Residual 1-D CNN: ``blocks`` residual blocks of widths d, 2d, 2d, … (64, 128, 128 for
     d = 64, as in Fawaz et al. 2019; all d with ``widen=False``). ``stride`` > 1 shortens the
-    series by that factor in every block. ``forward(x [B,C,T], mask [B,T] | None) → (tokens [B,T',d_out], mask [B,T'] | None)``
+    series by that factor in every block.
+    ``forward(x [B,C,T], mask [B,T] | None) → (tokens [B,T',d_out], mask [B,T'] | None)``
     with masked tokens set to 0; ``steps_per_token`` = stride ** blocks.
     ``layout`` ("auto", "channels_last" or "bct"; an attribute that may be changed later) is the
     memory layout the blocks compute in, resolved per call by :func:`resnet_layout`; it changes
@@ -283,8 +284,9 @@ class TransformerEncoder(nn.Module):
     a patch is valid if any of its steps is. ``"conv"``: a convolutional stem, ``stem_blocks``
     residual blocks of width d (:class:`ResNet1D`, ``kernel_sizes``) at full resolution, whose
     outputs are averaged over windows of ceil(max_len / max_tokens) steps (valid steps only),
-    so attention sees at most ``max_tokens`` tokens that already carry local shape. ``positional="rope"`` rotates q/k inside attention;
-    "sinusoidal"/"learned" are added to the tokens; "none" uses no positions. ``max_len`` is the
+    so attention sees at most ``max_tokens`` tokens that already carry local shape.
+    ``positional="rope"`` rotates q/k inside attention; "sinusoidal"/"learned" are added to the
+    tokens; "none" uses no positions. ``max_len`` is the
     longest series (in steps) the encoder accepts.
 
     ``forward(x [B,C,T], mask [B,T] | None, *, prefix=None, need_weights=False) →
