@@ -73,9 +73,17 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip_study)
 
 
+@pytest.fixture(scope="session")
+def _session_store(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("store") / "kairo.db"
+
+
 @pytest.fixture(autouse=True)
-def _env(monkeypatch):
+def _env(monkeypatch, _session_store):
     monkeypatch.setenv("KAIRO_DATA_DIR", str(_data_dir()))
+    # runs are recorded in a store of the test session's, never in the checkout's results/
+    monkeypatch.setenv("KAIRO_STORE", str(_session_store))
+    monkeypatch.delenv("KAIRO_PARENT_RUN", raising=False)
     monkeypatch.setenv("KAIRO_OFFLINE", "1")
     monkeypatch.setenv("KAIRO_PROGRESS", "0")
 

@@ -51,8 +51,13 @@ REQUIRED = {
     "tsc evaluate": {"model": "model.pt"},
     "tsc maps": {"model": "model.pt"},
     "tsc predict": {"model": "model.pt", "input": "series.csv", "output": "predictions.csv"},
+    "runs show": {"id": 1},
+    "runs compare": {"ids": (1, 2)},
+    "runs rm": {"ids": (1,)},
+    "runs export": {"output": "runs.csv"},
 }
 OUTPUTS = {"output"}
+NOT_FILES = {"id", "ids"}
 NEEDS_A_DISPLAY = {"fly view"}
 
 
@@ -64,6 +69,8 @@ def _required(cmd, where: Path | None = None, real: dict | None = None) -> dict:
     values = dict(REQUIRED.get(cmd.name, {}))
     if where is not None:
         for field, value in values.items():
+            if field in NOT_FILES:
+                continue
             values[field] = str(where / value)
             if field in OUTPUTS:
                 continue

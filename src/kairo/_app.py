@@ -26,7 +26,8 @@ log = logging.getLogger(__name__)
 # the modules whose ``COMMANDS`` list makes up the registry, in the order ``kairo --help``
 # shows them; each is torch-free at import (heavy modules are imported inside ``run``)
 FAMILIES = ("kairo.reservoir._commands", "kairo.embodied._commands", "kairo.logic._commands",
-            "kairo.attention._commands", "kairo.data._commands", "kairo.demo")
+            "kairo.attention._commands", "kairo.data._commands", "kairo.store._commands",
+            "kairo.demo")
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,8 @@ class Command:
         (``output``, obeying its ``overwrite`` field) or nothing.
     inputs: ``inputs(cfg) -> {label: path}``, the data files whose SHA-256 goes into run.json.
     default_out: the results folder when none is given (else ``results/<command>-<time>``).
+    record: the run is recorded in the results store (queries of the store itself, and
+        commands that only print where things are, are not).
     """
 
     name: str
@@ -49,6 +52,7 @@ class Command:
     inputs: Callable | None = None
     folder: bool = True
     default_out: str = ""
+    record: bool = True
 
     def __post_init__(self):
         if self.inputs is not None and not self.folder:
@@ -152,21 +156,113 @@ class Outcome:
     out: Path | None
 
 
-def execute(command: Command | str, cfg, *, out=None, overwrite: bool = False) -> Outcome:
+def execute(command: Command | str, cfg, *, out=None, overwrite: bool = False,
+            store="default", sweep: str | None = None, point: str | None = None) -> Outcome:
     """Run ``command`` on ``cfg``: the results folder (``out``, default
     ``results/<command>-<time>``) appears only when the run succeeds, with config.yaml and a
-    run.json that records the seed, the resolved values and the SHA-256 of every input."""
-    from kairo._runs import ResultsDir, default_out
+    run.json that records the seed, the resolved values and the SHA-256 of every input.
+
+    The run is recorded in the results store (``store``: a path, a
+    :class:`~kairo.store.Store`, ``"none"``, or by default ``$KAIRO_STORE`` else
+    ``results/kairo.db``): running, then done or failed with its error, duration, metrics and
+    files; ``sweep``/``point`` tag a sweep's runs. Runs started inside this one (the demo's
+    steps, in this process or its workers) are recorded as its children."""
+    import os
+    import sys
+    import time
+
+    from kairo._runs import ResultsDir, default_out, environment
+    from kairo.store import open_store
 
     cmd = get_command(command) if isinstance(command, str) else command
     if not isinstance(cfg, cmd.config):
         raise TypeError(f"{cmd.name} takes a {cmd.config.__name__}, got {type(cfg).__name__}")
-    if not cmd.folder:
-        return Outcome(cmd.run(cfg, None), None)
-    out = Path(out or cmd.default_out or default_out(cmd.name))
-    with ResultsDir(out, command=cmd.name, config=cfg, overwrite=overwrite) as rd:
-        text = cmd.run(cfg, rd)
-        # after the run: a file it downloaded is there now, and what it read is what is hashed
-        for label, path in (cmd.inputs(cfg) if cmd.inputs else {}).items():
-            rd.record_input(label, path)
-    return Outcome(text, out)
+    st = open_store(None if store == "default" else store) if cmd.record else None
+    if st is not None:
+        st.check()              # a corrupt or foreign store is refused before anything runs
+    if cmd.folder:
+        out = Path(out or cmd.default_out or default_out(cmd.name))
+        rd = ResultsDir(out, command=cmd.name, config=cfg, overwrite=overwrite)
+    run_id = None
+    if st is not None:
+        env = environment()
+        run_id = st.start_run(
+            cmd.name, _config_dict(cfg), out=out.absolute() if cmd.folder else None,
+            seed=getattr(cfg, "seed", None), versions={"python": env["python"],
+                                                      **env["packages"]},
+            machine={k: env[k] for k in ("platform", "machine", "cpu", "cpu_count",
+                                         "loadavg")},
+            argv=sys.argv, parent=_parent_run(st), sweep=sweep, point=point)
+        if cmd.folder:
+            rd.store_record = {"path": str(st.path), "id": run_id}
+    # the store and this run reach runs started inside it, also in spawned worker processes
+    saved = {k: os.environ.get(k) for k in ("KAIRO_STORE", "KAIRO_PARENT_RUN")}
+    if cmd.record:
+        os.environ["KAIRO_STORE"] = str(st.path) if st is not None else "none"
+    if run_id is not None:
+        os.environ["KAIRO_PARENT_RUN"] = f"{run_id}@{st.path}"
+    t0 = time.perf_counter()
+    tmp = None
+    try:
+        if not cmd.folder:
+            text = cmd.run(cfg, None)
+        else:
+            with rd:
+                tmp = rd.path
+                text = cmd.run(cfg, rd)
+                # after the run: a file it downloaded is there now, and what it read is what
+                # is hashed
+                for label, path in (cmd.inputs(cfg) if cmd.inputs else {}).items():
+                    rd.record_input(label, path)
+    except BaseException as exc:
+        if run_id is not None:
+            _record_end(st, run_id, status="failed", duration=time.perf_counter() - t0,
+                        error=f"{type(exc).__name__}: {exc}")
+            if tmp is not None:
+                _quietly(st.orphan_children, run_id, tmp)
+        raise
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    if run_id is not None:
+        if cmd.folder:
+            _record_end(st, run_id, status="done", duration=time.perf_counter() - t0,
+                        metrics=rd.metrics, artifacts=rd.files, data=rd.data_files)
+            _quietly(st.relocate_children, run_id, tmp, out.absolute())
+        else:
+            output = getattr(cfg, "output", "")
+            _record_end(st, run_id, status="done", duration=time.perf_counter() - t0,
+                        artifacts=[str(Path(output).absolute())] if output else [])
+    return Outcome(text, out if cmd.folder else None)
+
+
+def _parent_run(st) -> int | None:
+    """The run this one was started inside (``$KAIRO_PARENT_RUN``, set by ``execute`` as
+    ``id@store``), when it records into the same store."""
+    import os
+
+    run, _, path = os.environ.get("KAIRO_PARENT_RUN", "").partition("@")
+    return int(run) if run.isdigit() and path == str(st.path) else None
+
+
+def _config_dict(cfg) -> dict:
+    from kairo._config import config_to_dict
+
+    return config_to_dict(cfg)
+
+
+def _quietly(fn, *args) -> None:
+    """A store write after the run: its results are on disk whatever happens to the record."""
+    from kairo.store import StoreError
+
+    try:
+        fn(*args)
+    except StoreError as exc:
+        log.warning("%s", exc)
+
+
+def _record_end(st, run_id: int, **kw) -> None:
+    _quietly(lambda: st.finish_run(run_id, **kw))

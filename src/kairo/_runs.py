@@ -23,7 +23,7 @@ from kairo._errors import KairoError
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ResultsDir", "environment", "default_out", "atomic_write",
+__all__ = ["ResultsDir", "environment", "default_out", "atomic_write", "jsonable",
            "atomic_write_text", "atomic_path", "atomic_folder", "cpu_model", "cpu_flags", "file_sha256"]
 
 _PACKAGES = ("kairo-circuits", "numpy", "scipy", "pandas", "scikit-learn", "torch", "matplotlib",
@@ -163,7 +163,7 @@ def atomic_folder(out, *, overwrite: bool = False):
         raise
 
 
-def _jsonable(o):
+def jsonable(o):
     if isinstance(o, np.ndarray):
         return o.tolist()
     if isinstance(o, (np.floating,)):
@@ -198,6 +198,8 @@ class ResultsDir:
         self.data_files: dict[str, dict] = {}
         self.resolved: dict = {}
         self.files: list[str] = []
+        self.metrics: dict = {}
+        self.store_record: dict | None = None
         self._checkpoint = self.out.with_name(self.out.name + ".checkpoint.pt")
         self._uses_checkpoint = False
         self._discard: list[Path] = []
@@ -246,7 +248,14 @@ class ResultsDir:
             if not p.is_file():
                 raise FileNotFoundError(f"{p}: listed in the results but not written")
         elif isinstance(obj, (dict, list)):
-            p.write_text(json.dumps(obj, indent=2, default=_jsonable, allow_nan=True) + "\n")
+            p.write_text(json.dumps(obj, indent=2, default=jsonable, allow_nan=True) + "\n")
+            if isinstance(obj, dict) and name.endswith(".json") and "/" not in name:
+                # the store's queryable metrics: metrics.json's keys as they are, any other
+                # results JSON's under its name (summary.accuracy, verify.c.mismatches)
+                from kairo.store import flatten_metrics
+
+                stem = name[:-len(".json")]
+                self.metrics.update(flatten_metrics(obj, "" if stem == "metrics" else stem))
         elif isinstance(obj, str):
             p.write_text(obj)
         elif hasattr(obj, "to_csv"):
@@ -287,7 +296,9 @@ class ResultsDir:
                "seed": cfg.get("seed"), "config": cfg, "resolved": self.resolved,
                "data": self.data_files, "environment": environment(),
                "files": sorted(self.files)}
-        (self.path / "run.json").write_text(json.dumps(run, indent=2, default=_jsonable) + "\n")
+        if self.store_record:
+            run["store"] = self.store_record
+        (self.path / "run.json").write_text(json.dumps(run, indent=2, default=jsonable) + "\n")
 
 
 def _mtime(path: Path) -> int | None:

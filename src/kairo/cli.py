@@ -27,6 +27,7 @@ _FAMILY_HELP = {
     "logic": "logic-gate networks: train, export, verify, fpga, bench",
     "tsc": "attention models for time-series classification",
     "data": "the data directory: path, fetch, verify",
+    "runs": "the results store: list, show, compare, export, rm",
 }
 
 
@@ -49,7 +50,8 @@ def _add_flags(p: argparse.ArgumentParser, cmd: Command) -> None:
         base, is_tuple = field_kind(cmd.config, f.name)
         help_ = _flag_help(f, is_tuple)
         if f.metadata.get("positional"):
-            p.add_argument(f.name, nargs="?", default=argparse.SUPPRESS, help=help_)
+            p.add_argument(f.name, nargs="*" if is_tuple else "?", default=argparse.SUPPRESS,
+                           help=help_)
             continue
         kw: dict = {"dest": f.name, "default": argparse.SUPPRESS, "help": help_}
         if base is bool and not is_tuple:
@@ -67,8 +69,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"kairo {__version__}")
     p.add_argument("--data-dir", dest="global_data_dir", default=None,
                    help="data directory for every sub-command (else $KAIRO_DATA_DIR)")
+    p.add_argument("--store", dest="global_store", default=None,
+                   help="results store every run is recorded in (else $KAIRO_STORE, else "
+                        "results/kairo.db; 'none': record nothing)")
     p.add_argument("-v", "--verbose", action="store_true", help="log what kairo is doing")
-    top = p.add_subparsers(dest="command", required=True)
+    top = p.add_subparsers(dest="_top", metavar="command", required=True)
     families: dict[str, argparse._SubParsersAction] = {}
     for name, cmd in commands().items():
         *family, leaf = name.split()
@@ -76,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
             fam = family[0]
             if fam not in families:
                 fp = top.add_parser(fam, help=_FAMILY_HELP.get(fam, ""), allow_abbrev=False)
-                families[fam] = fp.add_subparsers(dest="subcommand", required=True)
+                families[fam] = fp.add_subparsers(dest="_sub", metavar="subcommand", required=True)
             where = families[fam]
         else:
             where = top
@@ -125,6 +130,11 @@ def _main(argv=None) -> int:
     args = parser.parse_args(argv)
     _setup_logging(args.verbose)
     cmd = commands()[args._command]
+    saved_store = os.environ.get("KAIRO_STORE")
+    if args.global_store is not None:
+        # the runs commands, and runs started inside this one, read the store from here
+        os.environ["KAIRO_STORE"] = args.global_store if args.global_store.lower() == "none" \
+            else os.path.abspath(args.global_store)
     try:
         flags = {f.name: getattr(args, f.name) for f in dataclasses.fields(cmd.config)
                  if hasattr(args, f.name)}
@@ -146,6 +156,11 @@ def _main(argv=None) -> int:
     except BrokenPipeError:  # output piped into e.g. `head`: results are already written
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    finally:
+        if saved_store is None:
+            os.environ.pop("KAIRO_STORE", None)
+        else:
+            os.environ["KAIRO_STORE"] = saved_store
     return 0
 
 

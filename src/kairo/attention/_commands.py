@@ -636,7 +636,8 @@ def _grid_inputs(cfg) -> dict[str, Path]:
 
 
 COMMANDS = [
-    Command("tsc list", ListConfig, run_list, "datasets available offline", folder=False),
+    Command("tsc list", ListConfig, run_list, "datasets available offline", folder=False,
+            record=False),
     Command("tsc train", TscTrainConfig, run_train, "train a classifier (encoder + pooling "
             "head) and score it on the test split", inputs=inputs,
             description="train a classifier (encoder + pooling head) and score it on the test "

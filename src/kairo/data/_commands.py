@@ -44,7 +44,8 @@ def _verify(cfg: DataConfig, rd) -> str:
 
 
 COMMANDS = [
-    Command("data path", DataConfig, _path, "print the data directory", folder=False),
+    Command("data path", DataConfig, _path, "print the data directory", folder=False,
+            record=False),
     Command("data fetch", DataConfig, _fetch, "download and checksum registered data files",
             folder=False),
     Command("data verify", DataConfig, _verify, "checksum registered data files (no download)",
