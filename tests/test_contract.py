@@ -55,6 +55,7 @@ REQUIRED = {
     "runs compare": {"ids": (1, 2)},
     "runs rm": {"ids": (1,)},
     "runs export": {"output": "runs.csv"},
+    "sweep": {"spec": "spec.yaml"},
 }
 OUTPUTS = {"output"}
 NOT_FILES = {"id", "ids"}

@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 # shows them; each is torch-free at import (heavy modules are imported inside ``run``)
 FAMILIES = ("kairo.reservoir._commands", "kairo.embodied._commands", "kairo.logic._commands",
             "kairo.attention._commands", "kairo.data._commands", "kairo.store._commands",
-            "kairo.demo")
+            "kairo.sweep._commands", "kairo.demo")
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,9 @@ def check_fields(cfg) -> None:
                 raise ConfigError(msg)
     for f in dataclasses.fields(cfg):       # after the values given: those errors come first
         if f.metadata.get("required") and getattr(cfg, f.name) in ("", None, ()):
-            raise ConfigError(f"{f.name}: required (--{f.name.replace('_', '-')})")
+            how = (f"the {f.name.upper()} argument" if f.metadata.get("positional") else
+                   f"--{f.name.replace('_', '-')}")
+            raise ConfigError(f"{f.name}: required ({how})")
 
 
 _REGISTRY: dict[str, Command] | None = None
@@ -150,10 +152,12 @@ def make_config(command: Command | str, file_values: dict | None = None,
 
 @dataclass(frozen=True)
 class Outcome:
-    """What a run left: its summary text and its results folder (None without one)."""
+    """What a run left: its summary text, its results folder (None without one) and its id
+    in the results store (None when not recorded)."""
 
     summary: str
     out: Path | None
+    run_id: int | None = None
 
 
 def execute(command: Command | str, cfg, *, out=None, overwrite: bool = False,
@@ -236,7 +240,7 @@ def execute(command: Command | str, cfg, *, out=None, overwrite: bool = False,
             output = getattr(cfg, "output", "")
             _record_end(st, run_id, status="done", duration=time.perf_counter() - t0,
                         artifacts=[str(Path(output).absolute())] if output else [])
-    return Outcome(text, out if cmd.folder else None)
+    return Outcome(text, out if cmd.folder else None, run_id)
 
 
 def _parent_run(st) -> int | None:

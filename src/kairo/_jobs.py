@@ -34,8 +34,12 @@ def resolve_executor(executor: str, workers: int, n_jobs: int) -> tuple[str, int
 
 
 def map_jobs(fn: Callable, jobs: Iterable, *, workers: int = 0, executor: str = "auto",
-             desc: str = "jobs", progress_bar: bool | None = None) -> list:
+             desc: str = "jobs", progress_bar: bool | None = None,
+             address: str | None = None) -> list:
     """``[fn(job) for job in jobs]``, computed in parallel.
+
+    ``address``: the Ray cluster to join (else ``$RAY_ADDRESS``; neither: a local Ray
+    runtime with ``workers`` CPUs).
 
     ``fn`` must be a module-level function and ``jobs`` picklable (worker processes are
     spawned, not forked: MuJoCo's GL contexts, OpenMP and torch thread pools do not survive a
@@ -52,7 +56,7 @@ def map_jobs(fn: Callable, jobs: Iterable, *, workers: int = 0, executor: str = 
                 bar.update(1)
             return out
         if kind == "ray":
-            return _ray(fn, jobs, n, bar)
+            return _ray(fn, jobs, n, bar, address or os.environ.get("RAY_ADDRESS"))
         return _processes(fn, jobs, n, bar)
     finally:
         bar.close()
@@ -82,12 +86,11 @@ def _processes(fn, jobs: list, workers: int, bar) -> list:
     return results
 
 
-def _ray(fn, jobs: list, workers: int, bar) -> list:
+def _ray(fn, jobs: list, workers: int, bar, address: str | None) -> list:
     try:
         import ray
     except ImportError as exc:
         raise KairoError("executor 'ray' needs Ray: pip install 'kairo-circuits[ray]'") from exc
-    address = os.environ.get("RAY_ADDRESS")
     started = not ray.is_initialized()
     if started:
         # ray.init replaces the process's SIGTERM handler with its own sys.exit and never

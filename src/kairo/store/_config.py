@@ -34,8 +34,8 @@ class RunsListConfig(_Filters):
 
 @dataclass(frozen=True)
 class RunsShowConfig:
-    id: int = option(0, "run id (from kairo runs list)", positional=True, low=1,
-                     required=True)
+    id: int | None = option(None, "run id (from kairo runs list)", positional=True, low=1,
+                            required=True)
 
     def __post_init__(self):
         check_fields(self)

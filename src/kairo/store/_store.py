@@ -330,6 +330,13 @@ class Store:
                     "(?, ?, ?, ?, ?, 'running') ON CONFLICT(id) DO UPDATE SET "
                     "status = 'running'", (sweep_id, command, _dumps(spec), str(out), _now()))
 
+    def mark_interrupted(self, sweep_id: str, point: str) -> None:
+        """Records of a sweep point still marked running when the point is started again
+        (its process was killed) become failed, saying so."""
+        self._write("UPDATE runs SET status = 'failed', error = 'interrupted: the sweep was "
+                    "stopped before this point finished' WHERE sweep = ? AND point = ? AND "
+                    "status = 'running'", (sweep_id, point))
+
     def set_sweep_status(self, sweep_id: str, status: str) -> None:
         self._write("UPDATE sweeps SET status = ? WHERE id = ?", (status, sweep_id))
 
