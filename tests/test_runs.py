@@ -26,3 +26,19 @@ def test_a_yaml_boolean_fills_an_auto_true_false_mode():
 def test_data_path_from_the_api(tmp_path, monkeypatch):
     monkeypatch.setenv("KAIRO_DATA_DIR", str(tmp_path))
     assert execute("data path", DataConfig()).summary == str(tmp_path)
+
+
+def test_steps_inside_a_relative_results_folder_land_in_it(tmp_path, monkeypatch):
+    """``kairo demo --out results/demo`` (relative, as scripts/demo.sh runs it): the steps,
+    which run from inside the demo's folder, write their folders into it, not below a copy
+    of the relative path."""
+    from kairo.attention import EncodingsConfig
+    from kairo.demo import Step, run_steps
+
+    monkeypatch.chdir(tmp_path)
+    with ResultsDir("results/demo", command="data path", config=DataConfig()) as rd:
+        assert rd.path.is_absolute()
+        run_steps((rd.path, [Step("enc", "tsc encodings", EncodingsConfig(d=8, positions=8))]))
+    assert (tmp_path / "results" / "demo" / "enc" / "run.json").is_file()
+    assert sorted(p.name for p in (tmp_path / "results" / "demo").iterdir()) == \
+        ["config.yaml", "enc", "run.json"]

@@ -147,7 +147,9 @@ def atomic_folder(out, *, overwrite: bool = False):
         raise KairoError(f"output folder {out} already exists; choose another --out "
                          f"or pass --overwrite")
     _make_parent(out)
-    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
+    # absolute: a run that changes directory (the demo's steps run inside its folder) must
+    # still find the folder it writes
+    tmp = Path(tempfile.mkdtemp(dir=out.parent.absolute(), prefix=f".{out.name}."))
     os.chmod(tmp, 0o777 & ~_umask())      # mkdtemp's 0700 would make results private
     try:
         yield tmp
