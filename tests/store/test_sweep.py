@@ -30,6 +30,15 @@ def _spec(tmp_path, body: dict, name="s") -> Path:
     return p
 
 
+def _example(tmp_path) -> Path:
+    """The committed example sweep, shrunk to seconds a point (same command, grid, metric)."""
+    body = yaml.safe_load((REPO / "examples" / "sweep-reservoir-alpha.yaml").read_text())
+    body["base"].update(n_train=300, n_test=100, washout=50, cv=2,
+                        readout_group="DN-VNC+DN-SEZ+pre-DN-VNC+pre-DN-SEZ")
+    body["seeds"] = 1
+    return _spec(tmp_path, body, name="example")
+
+
 ENC = {"command": "tsc encodings", "base": {"positions": 16},
        "grid": {"d": [4, 8, 12]}, "metric": "encodings.max_offset_rotation_error",
        "goal": "min"}
@@ -89,6 +98,7 @@ def test_a_grid_sweep_records_every_point_and_resumes(tmp_path):
     assert [p["status"] for p in again.points] == ["skipped"] * 3
     assert len(st.runs(sweep=spec.id)) == 3
     assert st.sweep(spec.id)["status"] == "done"
+    assert cli.main(["--store", str(st.path), "runs", "list", "--sweep", spec.id]) == 0
     other = load_spec(_spec(tmp_path, {**ENC, "grid": {"d": [4]}}, name="t"))
     with pytest.raises(KairoError, match="holds sweep"):
         run_sweep(other, out=tmp_path / "sw", store=st, workers=1)
@@ -156,13 +166,16 @@ def _done_per_point(st, sweep_id) -> dict:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sig, workers", [(signal.SIGKILL, 1), (signal.SIGKILL, 2),
-                                          (signal.SIGINT, 2)])
-def test_a_killed_sweep_resumes_and_no_point_runs_twice(tmp_path, sig, workers):
+@pytest.mark.parametrize("sig, workers, example", [
+    (signal.SIGKILL, 1, False), (signal.SIGINT, 2, False),
+    pytest.param(signal.SIGKILL, 2, True, marks=pytest.mark.winding)])
+def test_a_killed_sweep_resumes_and_no_point_runs_twice(tmp_path, sig, workers, example):
     """The driver is killed once two points are done; the same command then finishes the
     rest: every point done exactly once, nothing lost, no hidden folder left."""
     store = tmp_path / "k.db"
-    spec_file = _spec(tmp_path, {**ENC, "grid": {"d": [2, 4, 6, 8, 10, 12]}})
+    spec_file = (_example(tmp_path) if example else
+                 _spec(tmp_path, {**ENC, "grid": {"d": [2, 4, 6, 8, 10, 12]}}))
+    n_points = len(grid_points(load_spec(spec_file)))
     argv = [sys.executable, "-m", "kairo.cli", "--store", str(store), "sweep", str(spec_file),
             "--out", str(tmp_path / "sw"), "--workers", str(workers)]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -176,25 +189,31 @@ def test_a_killed_sweep_resumes_and_no_point_runs_twice(tmp_path, sig, workers):
     proc.wait(60)
     spec = load_spec(spec_file)
     done_before = len(list((tmp_path / "sw").glob("p*/run.json")))
-    assert 2 <= done_before < 6
+    assert 2 <= done_before < n_points
     assert cli.main(["--store", str(store), "sweep", str(spec_file), "--out",
                      str(tmp_path / "sw"), "--workers", str(workers)]) == 0
     st = Store(store)
     assert _done_per_point(st, spec.id) == {p.key: 1 for p in grid_points(spec)}
-    assert len(list((tmp_path / "sw").glob("p*/run.json"))) == 6
+    assert len(list((tmp_path / "sw").glob("p*/run.json"))) == n_points
     assert not [p for p in (tmp_path / "sw").glob(".p*") if p.is_dir()]
     assert not [r for r in st.runs(sweep=spec.id) if r.state == "running"]
 
 
 @pytest.mark.slow
+@pytest.mark.winding
 def test_the_example_sweep_runs_on_a_local_ray_runtime(tmp_path, monkeypatch):
     pytest.importorskip("ray", reason="Ray is the [ray] extra (CI installs it)")
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     st = Store(tmp_path / "k.db")
-    spec = load_spec(_spec(tmp_path, {**ENC, "grid": {"d": [4, 8]}}))
+    spec = load_spec(_example(tmp_path))
     res = run_sweep(spec, out=tmp_path / "sw", store=st, workers=2, executor="ray")
-    assert [p["status"] for p in res.points] == ["done", "done"]
-    assert len(st.runs(sweep=spec.id, status="done")) == 2
+    assert [p["status"] for p in res.points] == ["done"] * 4
+    assert len(st.runs(sweep=spec.id, status="done")) == 4
+    # the same points, locally: the same metrics (one BLAS thread per worker in both)
+    local = run_sweep(spec, out=tmp_path / "sw-local", store=st, workers=2,
+                      executor="processes")
+    assert [p["metric"] for p in local.points] == \
+        pytest.approx([p["metric"] for p in res.points], rel=1e-6)
     # a Ray address implies the Ray executor; anything else is refused
     with pytest.raises(ConfigError, match="needs --executor ray"):
         run_sweep(spec, out=tmp_path / "sw", store=st, executor="processes",

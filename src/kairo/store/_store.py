@@ -214,7 +214,8 @@ class Store:
                     con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
                 con.execute("COMMIT")
             except BaseException:
-                con.execute("ROLLBACK") if con.in_transaction else None
+                if con.in_transaction:
+                    con.execute("ROLLBACK")
                 raise
             return
         kind = None
