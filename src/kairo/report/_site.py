@@ -507,14 +507,16 @@ def _demo_sections(folder: Path) -> list[dict]:
             for v in views]
 
 
-def demo_report(folder, sections: list[dict] | None = None, *, max_rows: int = 10) -> Path:
+def demo_report(folder, sections: list[dict] | None = None, *, quick: bool | None = None,
+                max_rows: int = 10) -> Path:
     """Write ``report.html`` into the demo results folder ``folder``: one section per step
     with its note, re-run command, summary, metrics, figures, video, CSV tables (first
     ``max_rows`` rows) and circuit; every link is relative to the folder. Returns its path.
 
     ``sections``: the demo's steps in order, ``{name, command, note, summary, seconds,
     rerun}`` (``name`` is the step's folder; ``{name, skipped}`` for a step that did not
-    run). Without them the steps are read from the folder's sub-folders."""
+    run). Without them the steps are read from the folder's sub-folders. ``quick``: the demo
+    ran at tiny sizes (default: what the folder's run.json says)."""
     from kairo._runs import atomic_write_text
 
     folder = Path(folder)
@@ -523,10 +525,12 @@ def demo_report(folder, sections: list[dict] | None = None, *, max_rows: int = 1
                          f"kairo demo run)")
     if sections is None:
         sections = _demo_sections(folder)
-    try:
-        cfg = json.loads((folder / "run.json").read_text()).get("config") or {}
-    except (OSError, ValueError):
-        cfg = {}
+    if quick is None:
+        try:
+            quick = bool((json.loads((folder / "run.json").read_text()).get("config")
+                          or {}).get("quick"))
+        except (OSError, ValueError, AttributeError):
+            quick = False
     shown = []
     for s in sections:
         step = folder / s["name"]
@@ -540,6 +544,6 @@ def demo_report(folder, sections: list[dict] | None = None, *, max_rows: int = 1
             item["metrics"] = _pairs(v.metrics) if v.metrics else None
         shown.append(item)
     html = _env().get_template("demo.html.j2").render(
-        title="kairo demo report", sections=shown, quick=bool(cfg.get("quick")),
+        title="kairo demo report", sections=shown, quick=quick,
         **_inline_static())
     return atomic_write_text(folder / "report.html", html)
