@@ -156,7 +156,7 @@ def _circuit(folder: Path | None, files: list[str], content: RunContent) -> None
             content.circuit_notes.append(f"circuit.json could not be read: {exc}")
         else:
             by_op = stats.pop("gates_by_op", {})
-            content.circuit.append(_pairs("circuit", stats.items()))
+            content.circuit.append(_pairs("netlist", stats.items()))
             content.circuit.append(Table(
                 header=["gate", "count"], title="gates by operation",
                 rows=[[Cell(op), cell(n)] for op, n in sorted(by_op.items(),
