@@ -260,9 +260,15 @@ def test_demo_report_and_a_site_of_a_demo_folder(tmp_path, png_bytes):
                        {"name": "fly-run", "command": "fly run", "skipped": "Skipped: no fly."}])
     html = page.read_text()
     assert "A note." in html and "nrmse = 0.8" in html and "Skipped: no fly." in html
-    # without a store behind it the site is read from the folders, keyed by folder name
+    # without a store behind it the site is read from the folders, keyed by folder name;
+    # a site written inside the demo folder is not one of its steps
     store, runs = demo_runs(demo)
     assert store is None and [r.key for r in runs] == ["demo", "logic-verify", "narma10-row"]
+    build_site(store, runs, demo / "site")
+    (demo / "site" / "run.json").write_text(json.dumps({"command": "kairo report",
+                                                        "config": {}, "files": []}))
+    assert [r.key for r in demo_runs(demo)[1]] == [r.key for r in runs]
+    assert demo_report(demo).read_text().count("<section id=") == 2
     site = build_site(store, runs, tmp_path / "site").parent
     assert (site / "runs" / "narma10-row" / "test_predictions.png").is_file()
     assert 'href="../../runs/narma10-row/index.html"' in \

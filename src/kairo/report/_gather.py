@@ -209,7 +209,8 @@ def demo_runs(folder) -> tuple:
     root = view_of_folder(folder)
     kids = [view_of_folder(p, parent=root.key) for p in sorted(folder.iterdir())
             if p.is_dir() and (p / "run.json").is_file()]
-    kids.sort(key=lambda v: v.started)
+    # a report written inside the folder is not one of its steps
+    kids = sorted((v for v in kids if v.command != "report"), key=lambda v: v.started)
     seen = {root.key}
     for v in kids:
         while v.key in seen:

@@ -501,7 +501,7 @@ def _demo_sections(folder: Path) -> list[dict]:
                 views.append(view_of_folder(p))
             except KairoError as exc:
                 log.warning("%s", exc)
-    views.sort(key=lambda v: v.started)
+    views = sorted((v for v in views if v.command != "report"), key=lambda v: v.started)
     return [{"name": v.folder.name, "command": v.command, "seconds": v.duration,
              "rerun": f"kairo {v.command} --config {v.folder.name}/config.yaml"}
             for v in views]
