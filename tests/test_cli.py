@@ -130,6 +130,9 @@ def test_demo_quick(tmp_path, capsys, caplog):
     assert "a mean pool has no weights to summarise" in report
     # every section says how to re-run it from the report folder
     assert report.count("Re-run: `kairo ") == sections
+    # report.html has the same sections (tests/report opens it in Chromium)
+    html = (out / "report.html").read_text()
+    assert html.count('<section id="') == sections and "fly-run" in html
     # the fly, when the [fly] extra is installed
     import importlib.util
 

@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 # shows them; each is torch-free at import (heavy modules are imported inside ``run``)
 FAMILIES = ("kairo.reservoir._commands", "kairo.embodied._commands", "kairo.logic._commands",
             "kairo.attention._commands", "kairo.data._commands", "kairo.store._commands",
-            "kairo.sweep._commands", "kairo.demo")
+            "kairo.report._commands", "kairo.sweep._commands", "kairo.demo")
 
 
 @dataclass(frozen=True)

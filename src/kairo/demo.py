@@ -179,7 +179,7 @@ def run_steps(job: tuple) -> list[tuple[Step, str, float]]:
 
 
 def run_demo(cfg: DemoConfig, rd) -> str:
-    """Run every step into ``rd``'s folder and write report.md.
+    """Run every step into ``rd``'s folder and write report.md and report.html.
 
     The reservoir steps run one after another (compare and sweep fill every core
     themselves); then the fly, the logic chain and the time-series chain run side by side,
@@ -216,14 +216,20 @@ def run_demo(cfg: DemoConfig, rd) -> str:
             end(step, secs)
     sections = [results[s.name] for s in steps]
     text = _report(rd.path, sections, cfg.quick)
+    html = [_html_section(rd.path, *section) for section in sections]
     if not any(s.command.startswith("fly") for s in steps):
         from kairo.embodied import INSTALL_HINT
 
         skipped = f"Skipped: the embodied fly needs the [fly] extra — {INSTALL_HINT}."
         log.warning("demo: %s", skipped)
         text += f"\n## fly-run\n\n{skipped}\n"
+        html.append({"name": "fly-run", "command": "fly run", "skipped": skipped})
     rd.add("report.md", text)
-    return f"report: {rd.out / 'report.md'}"
+    from kairo.report import demo_report
+
+    demo_report(rd.path, html, quick=cfg.quick)
+    rd.add("report.html")
+    return f"report: {rd.out / 'report.html'} (and report.md)"
 
 
 def _report(root, sections, quick: bool) -> str:
@@ -234,8 +240,7 @@ def _report(root, sections, quick: bool) -> str:
              "(post); activity flows x(t) = f(x(t−1) W + input).", ""]
     for step, summary, secs in sections:
         folder = root / step.name
-        rerun = (f"kairo {step.command} --config {step.name}/config.yaml" if folder.is_dir()
-                 else f"kairo {step.command} " + " ".join(_flags(step.config)))
+        rerun = _rerun(root, step)
         lines += [f"## {step.name}", "", f"Re-run: `{rerun}` ({secs:.1f} s here)", ""]
         if step.note:
             lines += [step.note, ""]
@@ -247,6 +252,19 @@ def _report(root, sections, quick: bool) -> str:
                       for p in sorted(folder.glob("*.mp4"))]
             lines.append("")
     return "\n".join(lines)
+
+
+def _rerun(root, step: Step) -> str:
+    if (root / step.name).is_dir():
+        return f"kairo {step.command} --config {step.name}/config.yaml"
+    return f"kairo {step.command} " + " ".join(_flags(step.config))
+
+
+def _html_section(root, step: Step, summary: str, secs: float) -> dict:
+    """A step as report.html shows it (kairo.report.demo_report)."""
+    return {"name": step.name, "command": step.command, "note": step.note,
+            "summary": summary.replace(str(root) + "/", ""), "seconds": secs,
+            "rerun": _rerun(root, step)}
 
 
 def _flags(cfg) -> list[str]:
@@ -267,6 +285,7 @@ def _flags(cfg) -> list[str]:
 COMMANDS = [
     Command("demo", DemoConfig, run_demo, "run every family end to end and write a report",
             description="every family end to end: each step is a kairo command run into its "
-                        "own folder; report.md shows what each found and how to re-run it",
+                        "own folder; report.html (and report.md) shows what each found and "
+                        "how to re-run it",
             default_out="results/demo"),
 ]
