@@ -4,35 +4,21 @@ folder), optionally served on 127.0.0.1."""
 from __future__ import annotations
 
 from kairo._app import Command
-from kairo._errors import ConfigError, KairoError
 from kairo.report._config import ReportConfig
 
 __all__ = ["COMMANDS"]
 
 
-def _store():
-    from kairo.store import open_store
-
-    st = open_store()
-    if st is None:
-        raise ConfigError("the results store is switched off (KAIRO_STORE=none); set "
-                          "--store PATH or $KAIRO_STORE, or report a folder with --demo")
-    if not st.path.exists():
-        raise KairoError(f"no results store at {st.path}: no run has been recorded there "
-                         f"yet (--store / $KAIRO_STORE name another, or use --demo DIR)")
-    return st
-
-
 def _report(cfg: ReportConfig, rd) -> str:
-    from kairo.report import demo_runs, select_runs, serve
-    from kairo.report._site import write_site
+    from kairo.report import demo_runs, select_runs, serve, write_site
+    from kairo.store import require_store
 
     if cfg.demo:
         store, runs = demo_runs(cfg.demo)
     else:
-        store = _store()
+        store = require_store("or report a folder with --demo DIR")
         runs = select_runs(store, cfg.ids, command=cfg.command, where=cfg.where,
-                           since=cfg.since, sweep=cfg.sweep)
+                           since=cfg.since, sweep=cfg.sweep, status=cfg.status)
     for name in write_site(rd.path, store, runs, max_rows=cfg.max_rows):
         rd.add(name)
     text = f"{len(runs)} run{'s' if len(runs) != 1 else ''}: {rd.out / 'index.html'}"

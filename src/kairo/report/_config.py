@@ -6,22 +6,18 @@ from dataclasses import dataclass
 
 from kairo._app import check_fields, option
 from kairo._errors import ConfigError
+from kairo.store import RunFilters
 
 __all__ = ["ReportConfig"]
 
 
 @dataclass(frozen=True)
-class ReportConfig:
+class ReportConfig(RunFilters):
     """Which runs the site shows (run ids, filters on the results store, or a demo folder)
     and whether to serve it. With no selection at all, every run in the store."""
 
     ids: tuple[int, ...] = option((), "run ids to report (from kairo runs list); the runs "
                                   "started inside them come too", positional=True, low=1)
-    command: str = option("", "only runs of this command, e.g. 'reservoir run'")
-    where: str = option("", "conditions on metrics, run fields or config.FIELD, joined by "
-                        "commas or 'and': 'accuracy>0.9, config.norm=row, status=done'")
-    since: str = option("", "only runs started since an ISO date/time or an age (2h, 3d)")
-    sweep: str = option("", "only the runs of this sweep id")
     demo: str = option("", "a kairo demo results folder: report its steps (instead of a "
                        "selection from the store)")
     max_rows: int = option(50, "rows of each CSV table shown on a run page (the rest are "
@@ -32,6 +28,7 @@ class ReportConfig:
 
     def __post_init__(self):
         check_fields(self)
-        if self.demo and (self.ids or self.command or self.where or self.since or self.sweep):
+        if self.demo and (self.ids or self.command or self.where or self.since or self.sweep
+                          or self.status):
             raise ConfigError("demo: a demo folder is reported on its own; drop the run ids "
-                              "and --command/--where/--since/--sweep, or drop --demo")
+                              "and --command/--where/--since/--sweep/--status, or drop --demo")

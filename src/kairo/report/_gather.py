@@ -149,7 +149,7 @@ def link_children(views: list[RunView]) -> list[RunView]:
 
 
 def select_runs(store, ids=(), *, command: str = "", where: str = "", since: str = "",
-                sweep: str = "") -> list:
+                sweep: str = "", status: str = "") -> list:
     """Runs of ``store`` (:class:`~kairo.store.RunRecord`, oldest first): ``ids`` (each must
     exist) and/or the filters of :meth:`~kairo.store.Store.runs`, with every run started
     inside a selected one (a demo's steps); nothing given selects every run. An empty
@@ -158,11 +158,11 @@ def select_runs(store, ids=(), *, command: str = "", where: str = "", since: str
     for i in ids:
         store.get(i)                  # an unknown id is named before anything is read
     recs = store.runs(ids=ids or None, command=command or None, where=where, since=since,
-                      sweep=sweep or None)
+                      sweep=sweep or None, status=status or None)
     if not recs:
         what = ", ".join(f"{k}={v!r}" for k, v in (("ids", ids), ("command", command),
                                                    ("where", where), ("since", since),
-                                                   ("sweep", sweep)) if v)
+                                                   ("sweep", sweep), ("status", status)) if v)
         raise KairoError(f"no runs in the results store {store.path} match "
                          f"{what or 'anything (it is empty)'}; see kairo runs list")
     chosen = {r.id: r for r in recs}

@@ -1,9 +1,11 @@
 """The results store: every run of every command, remembered in one SQLite database and
 queried with ``kairo runs …``."""
 
+from kairo.store._config import RunFilters
 from kairo.store._store import (SCHEMA_VERSION, STATUSES, RunRecord, Store, StoreError,
                                 default_store_path, flatten_metrics, open_store, parse_since,
-                                parse_where)
+                                parse_where, require_store)
 
-__all__ = ["Store", "RunRecord", "StoreError", "SCHEMA_VERSION", "STATUSES",
-           "default_store_path", "open_store", "flatten_metrics", "parse_where", "parse_since"]
+__all__ = ["RunFilters", "Store", "RunRecord", "StoreError", "SCHEMA_VERSION", "STATUSES",
+           "default_store_path", "open_store", "require_store", "flatten_metrics",
+           "parse_where", "parse_since"]

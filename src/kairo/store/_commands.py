@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 from kairo._app import Command
-from kairo._errors import ConfigError, KairoError
+from kairo._errors import KairoError
 from kairo.store._config import (RunsCompareConfig, RunsExportConfig, RunsListConfig,
                                  RunsRmConfig, RunsShowConfig)
 
@@ -21,16 +21,9 @@ __all__ = ["runs_table", "compare_table", "export_frame", "COMMANDS"]
 
 
 def _store():
-    from kairo.store import open_store
+    from kairo.store import require_store
 
-    st = open_store()
-    if st is None:
-        raise ConfigError("the results store is switched off (KAIRO_STORE=none); set "
-                          "--store PATH or $KAIRO_STORE")
-    if not st.path.exists():
-        raise KairoError(f"no results store at {st.path}: no run has been recorded there "
-                         f"yet (--store / $KAIRO_STORE name another)")
-    return st
+    return require_store()
 
 
 # ---------------------------------------------------------------------- formatting

@@ -7,12 +7,14 @@ from dataclasses import dataclass
 from kairo._app import check_fields, option
 from kairo._errors import ConfigError
 
-__all__ = ["RunsListConfig", "RunsShowConfig", "RunsCompareConfig", "RunsExportConfig",
+__all__ = ["RunFilters", "RunsListConfig", "RunsShowConfig", "RunsCompareConfig", "RunsExportConfig",
            "RunsRmConfig"]
 
 
 @dataclass(frozen=True)
-class _Filters:
+class RunFilters:
+    """The filters on the results store that `kairo runs list`, `export` and `report` share."""
+
     command: str = option("", "only runs of this command, e.g. 'reservoir run'")
     where: str = option("", "conditions on metrics, run fields or config.FIELD, joined by "
                         "commas or 'and': 'accuracy>0.9, config.norm=row, status=done'")
@@ -23,7 +25,7 @@ class _Filters:
 
 
 @dataclass(frozen=True)
-class RunsListConfig(_Filters):
+class RunsListConfig(RunFilters):
     limit: int = option(50, "show the newest N runs (0: all)", low=0)
     columns: tuple[str, ...] = option((), "metrics or config.FIELD to show as columns "
                                       "(default: up to 4 metrics every listed run has)")
@@ -56,7 +58,7 @@ class RunsCompareConfig:
 
 
 @dataclass(frozen=True)
-class RunsExportConfig(_Filters):
+class RunsExportConfig(RunFilters):
     format: str = option("csv", "file format", choices=("csv", "parquet"))
     output: str = option("", "file to write (its folder must exist)", required=True)
     overwrite: bool = option(False, "replace an existing --output")

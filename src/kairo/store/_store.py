@@ -23,7 +23,7 @@ from pathlib import Path
 from kairo._errors import ConfigError, KairoError
 
 __all__ = ["Store", "RunRecord", "StoreError", "SCHEMA_VERSION", "default_store_path",
-           "open_store", "flatten_metrics", "parse_where", "parse_since", "STATUSES"]
+           "open_store", "require_store", "flatten_metrics", "parse_where", "parse_since", "STATUSES"]
 
 SCHEMA_VERSION = 1
 _KIND = "kairo-store"
@@ -98,6 +98,20 @@ def open_store(path=None) -> Store | None:
         return None
     p = Path(path).absolute() if path else default_store_path()
     return None if p is None else Store(p)
+
+
+def require_store(hint: str = "") -> Store:
+    """The store the commands read (:func:`open_store`'s default), which must exist: a
+    switched-off or missing store is a clear error (``hint`` adds what else to try)."""
+    st = open_store()
+    extra = f", {hint}" if hint else ""
+    if st is None:
+        raise ConfigError(f"the results store is switched off (KAIRO_STORE=none); set "
+                          f"--store PATH or $KAIRO_STORE{extra}")
+    if not st.path.exists():
+        raise KairoError(f"no results store at {st.path}: no run has been recorded there yet "
+                         f"(--store / $KAIRO_STORE name another{extra})")
+    return st
 
 
 def _now() -> str:
