@@ -99,6 +99,11 @@ def test_a_grid_sweep_records_every_point_and_resumes(tmp_path):
     assert len(st.runs(sweep=spec.id)) == 3
     assert st.sweep(spec.id)["status"] == "done"
     assert cli.main(["--store", str(st.path), "runs", "list", "--sweep", spec.id]) == 0
+    # the report's sweep page draws the metric against the swept option
+    assert cli.main(["--store", str(st.path), "report", "--sweep", spec.id, "--out",
+                     str(tmp_path / "site")]) == 0
+    [page] = (tmp_path / "site" / "sweeps").glob("*/index.html")
+    assert (page.parent / "d.png").is_file() and "p002-d=12" in page.read_text()
     other = load_spec(_spec(tmp_path, {**ENC, "grid": {"d": [4]}}, name="t"))
     with pytest.raises(KairoError, match="holds sweep"):
         run_sweep(other, out=tmp_path / "sw", store=st, workers=1)
