@@ -8,10 +8,12 @@ tests iterate the registry (:func:`commands`); :func:`execute` is the one path e
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import logging
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -171,7 +173,6 @@ def execute(command: Command | str, cfg, *, out=None, overwrite: bool = False,
     ``results/kairo.db``): running, then done or failed with its error, duration, metrics and
     files; ``sweep``/``point`` tag a sweep's runs. Runs started inside this one (the demo's
     steps, in this process or its workers) are recorded as its children."""
-    import os
     import sys
     import time
 
@@ -199,25 +200,20 @@ def execute(command: Command | str, cfg, *, out=None, overwrite: bool = False,
             argv=sys.argv, parent=_parent_run(st), sweep=sweep, point=point)
         if cmd.folder:
             rd.store_record = {"path": str(st.path), "id": run_id}
-    # the store and this run reach runs started inside it, also in spawned worker processes
-    saved = {k: os.environ.get(k) for k in ("KAIRO_STORE", "KAIRO_PARENT_RUN")}
-    if cmd.record:
-        os.environ["KAIRO_STORE"] = str(st.path) if st is not None else "none"
-    if run_id is not None:
-        os.environ["KAIRO_PARENT_RUN"] = f"{run_id}@{st.path}"
     t0 = time.perf_counter()
     tmp = None
     try:
-        if not cmd.folder:
-            text = cmd.run(cfg, None)
-        else:
-            with rd:
-                tmp = rd.path
-                text = cmd.run(cfg, rd)
-                # after the run: a file it downloaded is there now, and what it read is what
-                # is hashed
-                for label, path in (cmd.inputs(cfg) if cmd.inputs else {}).items():
-                    rd.record_input(label, path)
+        with _inside(cmd, st, run_id):
+            if not cmd.folder:
+                text = cmd.run(cfg, None)
+            else:
+                with rd:
+                    tmp = rd.path
+                    text = cmd.run(cfg, rd)
+                    # after the run: a file it downloaded is there now, and what it read is
+                    # what is hashed
+                    for label, path in (cmd.inputs(cfg) if cmd.inputs else {}).items():
+                        rd.record_input(label, path)
     except BaseException as exc:
         if run_id is not None:
             _record_end(st, run_id, status="failed", duration=time.perf_counter() - t0,
@@ -225,12 +221,6 @@ def execute(command: Command | str, cfg, *, out=None, overwrite: bool = False,
             if tmp is not None:
                 _quietly(st.orphan_children, run_id, tmp)
         raise
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
     if run_id is not None:
         if cmd.folder:
             _record_end(st, run_id, status="done", duration=time.perf_counter() - t0,
@@ -243,11 +233,28 @@ def execute(command: Command | str, cfg, *, out=None, overwrite: bool = False,
     return Outcome(text, out if cmd.folder else None, run_id)
 
 
+@contextlib.contextmanager
+def _inside(cmd: Command, st, run_id: int | None):
+    """While a run runs, the runs it starts (the demo's steps, also in spawned worker
+    processes, which inherit the environment) record into its store, as its children."""
+    saved = {k: os.environ.get(k) for k in ("KAIRO_STORE", "KAIRO_PARENT_RUN")}
+    if cmd.record:
+        os.environ["KAIRO_STORE"] = str(st.path) if st is not None else "none"
+    if run_id is not None:
+        os.environ["KAIRO_PARENT_RUN"] = f"{run_id}@{st.path}"
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def _parent_run(st) -> int | None:
     """The run this one was started inside (``$KAIRO_PARENT_RUN``, set by ``execute`` as
     ``id@store``), when it records into the same store."""
-    import os
-
     run, _, path = os.environ.get("KAIRO_PARENT_RUN", "").partition("@")
     return int(run) if run.isdigit() and path == str(st.path) else None
 
