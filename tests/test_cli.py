@@ -135,6 +135,17 @@ def test_demo_quick(tmp_path, capsys, caplog):
     # report.html has the same sections (tests/report opens it in Chromium)
     html = (out / "report.html").read_text()
     assert html.count('<section id="') == sections and "fly-run" in html
+    # every step is a run in the store, inside the demo's run, pointing at its final folder
+    from kairo.store import Store
+
+    st = Store(os.environ["KAIRO_STORE"])
+    demo = [r for r in st.runs(command="demo") if r.out == str(out.absolute())][-1]
+    steps = st.runs(parent=demo.id)
+    assert demo.status == "done"
+    assert len(steps) == sections - ("Skipped: the embodied fly" in report)
+    assert all(r.status == "done" and r.folder is not None and
+               Path(r.out).parent == out.absolute() for r in steps if r.out)
+    assert {r.command for r in steps} >= {"reservoir compare", "logic train", "tsc train"}
     # the fly, when the [fly] extra is installed
     import importlib.util
 
@@ -255,14 +266,3 @@ def test_results_get_the_usual_permissions(tmp_path):
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "res").stat().st_mode) == 0o755     # not mkdtemp's 0700
     assert stat.S_IMODE((tmp_path / "res" / "a.txt").stat().st_mode) == 0o644   # not 0600
-    # every step is a run in the store, inside the demo's run, pointing at its final folder
-    from kairo.store import Store
-
-    st = Store(os.environ["KAIRO_STORE"])
-    demo = [r for r in st.runs(command="demo") if r.out == str(out.absolute())][-1]
-    steps = st.runs(parent=demo.id)
-    assert demo.status == "done"
-    assert len(steps) == sections - ("Skipped: the embodied fly" in report)
-    assert all(r.status == "done" and r.folder is not None and
-               Path(r.out).parent == out.absolute() for r in steps if r.out)
-    assert {r.command for r in steps} >= {"reservoir compare", "logic train", "tsc train"}
