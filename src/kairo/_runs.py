@@ -4,6 +4,7 @@ tables and figures into one folder, created atomically (a failed run leaves noth
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import datetime as _dt
 import importlib.metadata
@@ -65,15 +66,23 @@ def cpu_model() -> str:
     return f"{name}{fam}" + (f" ({', '.join(simd)})" if simd else "")
 
 
+@functools.lru_cache(maxsize=1)
+def _versions() -> tuple:
+    # once per process: reading the packages' metadata is most of environment()'s ~20 ms,
+    # and a run asks twice (its store record at the start, run.json at the end)
+    out = []
+    for p in _PACKAGES:
+        try:
+            out.append((p, importlib.metadata.version(p)))
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return tuple(out)
+
+
 def environment() -> dict:
     """Versions of Python, kairo and the libraries that shape results, the CPU, machine load,
     and torch's CPU kernels when the run used torch."""
-    versions = {}
-    for p in _PACKAGES:
-        try:
-            versions[p] = importlib.metadata.version(p)
-        except importlib.metadata.PackageNotFoundError:
-            continue
+    versions = dict(_versions())
     env = {"python": sys.version.split()[0], "platform": platform.platform(),
            "machine": platform.machine(), "cpu": cpu_model(), "cpu_count": os.cpu_count(),
            "loadavg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
