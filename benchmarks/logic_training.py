@@ -136,7 +136,7 @@ def _tlx_conv(L, kc: LogicConv2d, side: int) -> nn.Module:
 def torchlogix_net(tlx, kairo_model: nn.Module) -> nn.Module:
     """torchlogix's layers in kairo's architecture, holding ``kairo_model``'s wiring and logits."""
     L = tlx.layers
-    side = kairo_model.side
+    side = kairo_model.image_shape[0]              # MNIST: square, one channel
     layers = [nn.Unflatten(1, (1, side)),           # (n, 28, 28) uint8 → (n, 1, 28, 28)
               L.FixedBinarization(kairo_model.binarize.t.clone(), feature_dim=1)]
     for m in kairo_model.features:
@@ -282,6 +282,8 @@ def main(argv=None) -> int:
     cfg = LogicTrainConfig(**CFG, data_dir=os.environ.get("KAIRO_DATA_DIR"))
     tlx, tlx_version = import_torchlogix(Path(args.work) / "torchlogix")
     data = load_data(cfg)
+    # [n, 28, 28, 1] → [n, 28, 28]: the layout torchlogix's Unflatten reads (kairo takes both)
+    data = {k: (v[0][..., 0], v[1]) if k != "shape" else v for k, v in data.items()}
     arch = {k: v for k, v in dataclasses.asdict(cfg).items() if k in (
         "classes", "thresholds", "kernels", "conv_blocks", "conv_growth", "receptive",
         "conv_depth", "padding", "hidden", "layers", "pairing", "tau", "lr", "batch", "seed")}

@@ -60,7 +60,41 @@ def test_export_formats(circuit_file, tmp_path, fmt, needle, capsys):
     assert main(["logic", "export", "--circuit", str(circuit_file), "--format", fmt,
                  "--output", str(out)]) == 0
     assert needle in out.read_text()
-    assert not list(tmp_path.glob(".*tmp"))             # written atomically
+    assert not list(tmp_path.glob(".*"))                # written atomically, checked, renamed
+    assert "bit-exact with the reference on 1000 MNIST test images" in capsys.readouterr().out
+
+
+def test_export_keeps_nothing_that_disagrees(circuit_file, tmp_path, capsys, monkeypatch):
+    """A writer that writes another circuit (one gate changed) is caught before the file is
+    kept; --no-verify keeps it unchecked."""
+    import kairo.logic
+    from kairo.logic import write_c as real_write_c
+
+    good = Circuit.load(circuit_file)
+    live = good.outputs[0]                               # an output gate: changing it shows
+    ops = good.ops.copy()
+    ops[live - good.n_inputs] ^= 0b1111                  # its complement
+    bad = Circuit(good.n_inputs, ops, good.a, good.b, good.outputs, good.n_classes, good.meta)
+    monkeypatch.setattr(kairo.logic, "write_c", lambda c, path, **kw: real_write_c(bad, path))
+    out = tmp_path / "model.c"
+    argv = ["logic", "export", "--circuit", str(circuit_file), "--format", "c", "--output",
+            str(out)]
+    assert main(argv) == 2
+    assert "disagrees with the reference on sample 0 of 1000 MNIST test images" in \
+        capsys.readouterr().err
+    assert not out.exists() and not list(tmp_path.glob(".*"))
+    assert main(argv + ["--no-verify"]) == 0
+    assert out.is_file() and "not checked" in capsys.readouterr().out
+
+
+def test_export_checks_a_circuit_without_images_on_random_inputs(tmp_path, capsys):
+    from netlists import random_netlist
+
+    path = tmp_path / "r.json"
+    random_netlist(1, 12, 60, 2, 3, window=8).save(path)
+    assert main(["logic", "export", "--circuit", str(path), "--format", "c", "--output",
+                 str(tmp_path / "r.c"), "--verify-samples", "300"]) == 0
+    assert "on 300 random inputs" in capsys.readouterr().out
 
 
 def test_export_obeys_overwrite_and_never_writes_its_input(circuit_file, tmp_path, capsys):
@@ -91,7 +125,9 @@ def test_verify_all_backends_bit_exact(trained, tmp_path, data_dir, capsys):
     assert v["all_bit_exact"] and v["n_samples"] == 2115          # every 0 and 1 test image
     assert set(v["backends"]) == {"c", "verilog"}
     run = json.loads((out / "run.json").read_text())
-    assert set(run["data"]) == {"circuit", "mnist/test-images", "mnist/test-labels"}
+    # the whole set is read (its labels are checked against the training labels)
+    assert set(run["data"]) == {"circuit", "mnist/train-images", "mnist/train-labels",
+                                "mnist/test-images", "mnist/test-labels"}
     assert v["backends"]["verilog"]["samples"] == 300
 
 

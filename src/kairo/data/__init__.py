@@ -1,7 +1,8 @@
 """Data directory, registered remote files, checksums and downloads."""
 
+from kairo.data._images import ImageSet, image_files, load_images
 from kairo.data._mnist import load_mnist, mnist_files
 from kairo.data._store import REGISTRY, RemoteFile, data_dir, fetch, gunzip_md5sum, sha256sum
 
 __all__ = ["REGISTRY", "RemoteFile", "data_dir", "fetch", "sha256sum", "gunzip_md5sum",
-           "load_mnist", "mnist_files"]
+           "load_mnist", "mnist_files", "ImageSet", "load_images", "image_files"]

@@ -12,9 +12,10 @@ from kairo.logic._circuit import Circuit, pack_bits, unpack_bits
 from kairo.logic._config import (BenchConfig, ExportConfig, FpgaConfig, LogicTrainConfig,
                                  VerifyConfig)
 from kairo.logic._gates import COEFFS, GATE_NAMES, N_GATES, TRUTH
+from kairo.logic._data import circuit_images
 from kairo.logic._simplify import simplify
-from kairo.logic.backends import (compile_c, find_simulator, simulate_verilog, write_c,
-                                  write_verilog)
+from kairo.logic.backends import (compile_c, find_simulator, run_portable_c, simulate_verilog,
+                                  write_c, write_verilog)
 
 # imported on first use (torch, or the FPGA tool chain's module): name → (module, its name)
 _LAZY = {
@@ -22,15 +23,15 @@ _LAZY = {
         "Binarize", "GroupSum", "LogicDense", "LogicConv2d", "OrPooling2d", "pairings",
         "fused_available", "fused_threads")},
     **{n: ("kairo.logic._model", n) for n in (
-        "LogicNet", "build_model", "predict", "layer_report", "to_circuit")},
+        "LogicNet", "build_model", "image_shape", "predict", "layer_report", "to_circuit")},
     **{n: ("kairo.logic._train", n) for n in (
         "train", "load_data", "model_from_checkpoint", "snapshot_path", "describe_branch")},
     "find_fpga_tools": ("kairo.logic._fpga", "find_tools"),
 }
 
-__all__ = ["Circuit", "pack_bits", "unpack_bits", "COEFFS", "GATE_NAMES", "N_GATES", "TRUTH",
-           "simplify", "compile_c", "find_simulator", "simulate_verilog", "write_c",
-           "write_verilog", "LogicTrainConfig", "ExportConfig", "VerifyConfig", "FpgaConfig",
+__all__ = ["Circuit", "circuit_images", "pack_bits", "unpack_bits", "COEFFS", "GATE_NAMES",
+           "N_GATES", "TRUTH", "simplify", "compile_c", "find_simulator", "run_portable_c",
+           "simulate_verilog", "write_c", "write_verilog", "LogicTrainConfig", "ExportConfig", "VerifyConfig", "FpgaConfig",
            "BenchConfig", *_LAZY]
 
 

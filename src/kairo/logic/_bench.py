@@ -215,28 +215,23 @@ class AnchorCircuit:
 # ============================================================================ the run
 def bench_images(circuit: Circuit, n_images: int, data_dir=None, seed: int = 0
                  ) -> tuple[np.ndarray, np.ndarray | None, str]:
-    """``n_images`` uint8 images for the circuit: MNIST test images of its classes repeated
-    (784-pixel circuits), else seeded random pixels. Returns (images, labels of the unique
+    """``n_images`` uint8 images for the circuit: the test images of its classes from the
+    dataset it records (MNIST for a 784-pixel circuit that records none), repeated, else
+    seeded random pixels. Returns (images, labels of the unique
     images or None, a description)."""
     spec = circuit.image_input
     if spec is None:
         raise KairoError("this circuit has no pixel thresholds (meta['thresholds'] dividing "
                          "its inputs), so it cannot be benchmarked on images")
     n_px = spec.n_pixels
-    if n_px == 784:
-        from kairo.data import load_mnist
+    if circuit.meta.get("dataset") or n_px == 784:
+        from kairo.logic._data import circuit_images
 
-        x, y = load_mnist("test", data_dir)
-        x = x.reshape(len(x), -1)
-        classes = circuit.meta.get("classes")
-        if classes is not None:
-            lut = np.full(10, -1)
-            lut[list(classes)] = np.arange(len(classes))
-            keep = lut[y] >= 0
-            x, y = x[keep], lut[y[keep]]
+        x, y, name = circuit_images(circuit, data_dir=data_dir)
         reps = -(-n_images // len(x))
         imgs = np.ascontiguousarray(np.tile(x, (reps, 1))[:n_images])
-        return imgs, y, f"MNIST test images of classes {classes} ({len(x)}), repeated"
+        return imgs, y, (f"{name} test images of classes {circuit.meta.get('classes')} "
+                         f"({len(x)}), repeated")
     rng = np.random.default_rng(seed)
     return (rng.integers(0, 256, (n_images, n_px), dtype=np.uint8), None,
             f"random uint8 images (seed {seed})")

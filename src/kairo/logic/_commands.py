@@ -18,27 +18,31 @@ log = logging.getLogger(__name__)
 
 
 # ---------------------------------------------------------------------------- inputs
-def _mnist(data_dir, *splits: str) -> dict:
-    from kairo.data import mnist_files
-
-    return {k: v for s in splits for k, v in mnist_files(s, data_dir).items()}
-
-
 def _circuit(path: str) -> dict:
     if not Path(path).is_file():
         raise KairoError(f"circuit file {path} does not exist")
     return {"circuit": path}
 
 
+def _images(dataset: str, data_dir) -> dict:
+    from kairo.data import image_files
+
+    return image_files(dataset, data_dir)
+
+
 def _train_inputs(cfg: LogicTrainConfig) -> dict:
-    files = _mnist(cfg.data_dir, "train", "test")
+    files = _images(cfg.dataset, cfg.data_dir)
     if cfg.init_from and Path(cfg.init_from).is_file():
         files["init_from"] = cfg.init_from
     return files
 
 
 def _verify_inputs(cfg: VerifyConfig) -> dict:
-    return {**_circuit(cfg.circuit), **_mnist(cfg.data_dir, "test")}
+    from kairo.logic import Circuit
+
+    files = _circuit(cfg.circuit)
+    dataset = cfg.dataset or Circuit.load(cfg.circuit).meta.get("dataset") or "mnist"
+    return {**files, **_images(dataset, cfg.data_dir)}
 
 
 def _fpga_inputs(cfg: FpgaConfig) -> dict:
@@ -49,8 +53,10 @@ def _bench_inputs(cfg: BenchConfig) -> dict:
     from kairo.logic import Circuit
 
     files = _circuit(cfg.circuit)
-    spec = Circuit.load(cfg.circuit).image_input       # 784 pixels: timed on MNIST test images
-    return {**files, **(_mnist(cfg.data_dir, "test") if spec and spec.n_pixels == 784 else {})}
+    circ = Circuit.load(cfg.circuit)           # timed on its dataset's test images, if known
+    dataset = circ.meta.get("dataset") or (
+        "mnist" if circ.image_input and circ.image_input.n_pixels == 784 else None)
+    return {**files, **(_images(dataset, cfg.data_dir) if dataset else {})}
 
 
 # ---------------------------------------------------------------------------- train
@@ -73,7 +79,7 @@ def _train(cfg: LogicTrainConfig, rd) -> str:
     kept = res["kept_iter"]
     xt, yt = data["test"]
     pred_model = predict(model, xt)
-    raw = to_circuit(model, meta={"classes": list(cfg.classes)})
+    raw = to_circuit(model, meta={"classes": list(cfg.classes), "dataset": cfg.dataset})
     circ, report = simplify(raw)
     bits = circ.image_bits(xt)
     pred_circ = circ.predict(bits)
@@ -134,41 +140,80 @@ def _export(cfg: ExportConfig, rd) -> str:
     if not out.parent.is_dir():
         raise KairoError(f"output {out}: folder {out.parent} does not exist")
     circ = Circuit.load(src)
-    if cfg.format == "json":
-        circ.save(out)
-    elif cfg.format == "c":
-        write_c(circ, out)
+    # written beside the target and checked there; renamed over it only once it agrees
+    tmp = out.with_name(f".{out.name}.kairo-export")
+    try:
+        if cfg.format == "json":
+            circ.save(tmp)
+        elif cfg.format == "c":
+            write_c(circ, tmp)
+        else:
+            write_verilog(circ, tmp, pipeline=cfg.pipeline, pipeline_votes=cfg.pipeline_votes)
+        checked = _check_export(cfg, circ, tmp) if cfg.verify else "not checked (--no-verify)"
+        tmp.replace(out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return f"wrote {out} ({cfg.format}, {circ.n_gates} gates); {checked}"
+
+
+def _check_export(cfg: ExportConfig, circ, path: Path) -> str:
+    """Run the written file on test images (or random inputs) and compare it with the NumPy
+    reference, bit for bit; KairoError naming what disagrees."""
+    import numpy as np
+
+    from kairo.logic import (Circuit, circuit_images, find_simulator, run_portable_c,
+                             simulate_verilog)
+
+    n = cfg.verify_samples
+    if circ.image_input is not None:
+        x, _, name = circuit_images(circ, cfg.dataset, cfg.data_dir)
+        bits, what = circ.image_bits(x[:n] if n else x), f"{name} test images"
     else:
-        write_verilog(circ, out, pipeline=cfg.pipeline, pipeline_votes=cfg.pipeline_votes)
-    return f"wrote {out} ({cfg.format}, {circ.n_gates} gates)"
+        rng = np.random.default_rng(0)
+        bits = rng.integers(0, 2, (n or 1000, circ.n_inputs)).astype(bool)
+        what = "random inputs"
+    ref_out, ref_pred = circ.evaluate(bits), circ.predict(bits)
+    if cfg.format == "json":
+        back = Circuit.load(path)
+        out, pred = back.evaluate(bits), back.predict(bits)
+    elif cfg.format == "c":
+        out, pred = run_portable_c(circ, path.read_text(), bits)
+    else:
+        try:
+            sim = find_simulator(cfg.simulator)
+        except KairoError as exc:
+            raise KairoError(f"{exc}\n(or export unchecked with --no-verify)") from None
+        out, pred = simulate_verilog(circ, bits, simulator=sim, pipeline=cfg.pipeline,
+                                     pipeline_votes=cfg.pipeline_votes, source=path.read_text())
+    if not (np.array_equal(out, ref_out) and np.array_equal(pred, ref_pred)):
+        bad = int(np.flatnonzero((out != ref_out).any(1) | (pred != ref_pred))[0])
+        raise KairoError(f"the exported {cfg.format} file disagrees with the reference on "
+                         f"sample {bad} of {len(bits)} {what}; nothing was written to "
+                         f"{cfg.output}")
+    return f"bit-exact with the reference on {len(bits)} {what}"
 
 
 # ---------------------------------------------------------------------------- verify
 def _verify(cfg: VerifyConfig, rd) -> str:
-    """Every back end against the NumPy reference on MNIST test images, bit for bit;
-    ``verify.json`` in the folder, and an error naming the back ends that disagree."""
+    """Every back end against the NumPy reference on the test images of the circuit's
+    dataset, bit for bit; ``verify.json`` in the folder, and an error naming the back ends
+    that disagree."""
     import numpy as np
 
-    from kairo.data import load_mnist
-    from kairo.logic import Circuit, compile_c, find_simulator, simulate_verilog
+    from kairo.logic import Circuit, circuit_images, compile_c, find_simulator, simulate_verilog
 
     circ = Circuit.load(cfg.circuit)
     if circ.image_input is None:
         raise KairoError(f"circuit {cfg.circuit} has no input thresholds in its meta; verify "
                          f"needs a circuit made by `kairo logic train`")
-    classes = circ.meta.get("classes")
-    x, y = load_mnist("test", cfg.data_dir)
-    if classes is not None:
-        lut = np.full(10, -1)
-        lut[classes] = np.arange(len(classes))
-        keep = lut[y] >= 0
-        x, y = x[keep], lut[y[keep]]
+    x, y, dataset = circuit_images(circ, cfg.dataset, cfg.data_dir)
     if cfg.samples:
         x, y = x[:cfg.samples], y[:cfg.samples]
     bits = circ.image_bits(x)
     ref_out = circ.evaluate(bits)
     ref_pred = circ.predict(bits)
-    res = {"n_samples": int(len(y)), "accuracy": float((ref_pred == y).mean()), "backends": {}}
+    res = {"dataset": dataset, "n_samples": int(len(y)),
+           "accuracy": float((ref_pred == y).mean()), "backends": {}}
     for name in cfg.backends:
         if name == "numpy":
             continue
@@ -211,16 +256,21 @@ def _bench(cfg: BenchConfig, rd) -> str:
 
 COMMANDS = [
     Command("logic train", LogicTrainConfig, _train,
-            "train a logic-gate network on MNIST and extract its circuit",
-            description="train a logic-gate network on MNIST, make it a circuit, simplify and "
-                        "score it; a stopped run resumes from <out>.checkpoint.pt",
+            "train a logic-gate network on MNIST (or an .npz / IDX image set) and extract its "
+            "circuit",
+            description="train a logic-gate network on MNIST or an image set, make it a "
+                        "circuit, simplify and score it; a stopped run resumes from "
+                        "<out>.checkpoint.pt",
             inputs=_train_inputs),
     Command("logic export", ExportConfig, _export, "write a circuit as JSON, C or Verilog",
             description="write a circuit (circuit.json of kairo logic train) as one JSON, C or "
-                        "Verilog file", folder=False),
+                        "Verilog file, kept only once it agrees bit for bit with the reference "
+                        "on test images (C compiled and run, Verilog simulated; --no-verify "
+                        "skips the check)", folder=False),
     Command("logic verify", VerifyConfig, _verify,
-            "check every back end bit-exactly against the reference on MNIST",
-            description="run the circuit's C and Verilog back ends on MNIST test images and "
+            "check every back end bit-exactly against the reference on its test images",
+            description="run the circuit's C and Verilog back ends on the test images of its "
+                        "dataset (MNIST unless it records another, or --dataset) and "
                         "compare them bit for bit with the NumPy reference",
             inputs=_verify_inputs),
     Command("logic fpga", FpgaConfig, _fpga,

@@ -42,10 +42,12 @@ class LogicTrainConfig:
     kernels·conv_growth^i kernels) → flatten → LogicDense × layers → GroupSum.
     """
 
-    dataset: str = option("mnist", "data set (MNIST, the only one so far)", choices=("mnist",))
+    dataset: str = option("mnist", "the images: mnist (from the data directory), an .npz file "
+                          "(x_train, y_train, x_test, y_test; uint8 [N, H, W] or "
+                          "[N, H, W, C], labels 0…K−1) or a folder of IDX files")
     classes: tuple[int, ...] = option((0, 1, 2, 3, 4, 5, 6, 7, 8, 9),
-                                      "comma-separated digits to classify, e.g. 0,1",
-                                      low=0, high=9)
+                                      "comma-separated labels to classify, e.g. 0,1 (MNIST: "
+                                      "digits)", low=0)
     thresholds: tuple[int, ...] = option((127,), "pixel thresholds 0-255, increasing (one: a "
                                          "fixed binarization; several: a thermometer code)",
                                          low=0, high=255)
@@ -110,8 +112,10 @@ class LogicTrainConfig:
 
     def __post_init__(self):
         check_fields(self)
+        if not self.dataset.strip():
+            raise ConfigError("dataset: name mnist, an .npz file or a folder of IDX files")
         if len(self.classes) < 2 or len(set(self.classes)) != len(self.classes):
-            raise ConfigError(f"classes must be ≥ 2 distinct digits 0–9, got {self.classes}")
+            raise ConfigError(f"classes must be ≥ 2 distinct labels, got {self.classes}")
         if not isinstance(self.keep_best, bool):
             raise ConfigError(f"keep_best must be true or false, got {self.keep_best!r}")
         if self.hidden % len(self.classes):
@@ -133,34 +137,40 @@ class LogicTrainConfig:
                                                                    self.thresholds[1:])):
             raise ConfigError(f"thresholds must be increasing values in 0…255, got "
                               f"{list(self.thresholds)}")
-        if self.kernels:
-            self.feature_sizes()
+        if self.kernels and self.dataset.lower() == "mnist":
+            self.feature_sizes()          # other image sizes are checked when the data is read
 
-    def feature_sizes(self) -> list[tuple[int, int]]:
-        """(channels, side) of the feature map after each conv block, checked as it goes."""
+    def feature_sizes(self, height: int = IMAGE_SIZE, width: int | None = None,
+                      channels: int = 1) -> list[tuple[int, int, int]]:
+        """(channels, height, width) of the feature map after each conv block on images of
+        ``height`` × ``width`` (default square) pixels with ``channels`` colour channels,
+        checked as it goes."""
+        width = height if width is None else width
         if not self.padding < self.receptive:
             raise ConfigError(f"padding must be in 0…receptive−1, got padding={self.padding} "
                               f"with receptive={self.receptive}")
-        n_th = len(self.thresholds)
-        if n_th % self.conv_groups or self.kernels % self.conv_groups:
+        n_in = len(self.thresholds) * channels
+        if n_in % self.conv_groups or self.kernels % self.conv_groups:
             raise ConfigError(f"conv_groups={self.conv_groups} must divide the input channels "
-                              f"(thresholds: {n_th}) and kernels={self.kernels}")
-        side, out = IMAGE_SIZE, []
+                              f"({len(self.thresholds)} thresholds × {channels} colour "
+                              f"channels) and kernels={self.kernels}")
+        h, w, out = height, width, []
         for i in range(self.conv_blocks):
-            if side + 2 * self.padding < self.receptive:
+            if min(h, w) + 2 * self.padding < self.receptive:
                 raise ConfigError(
-                    f"conv block {i + 1} of conv_blocks={self.conv_blocks} gets a {side}×{side} "
+                    f"conv block {i + 1} of conv_blocks={self.conv_blocks} gets a {h}×{w} "
                     f"feature map, smaller than receptive={self.receptive} with "
                     f"padding={self.padding}; use fewer conv_blocks, a smaller receptive or "
                     f"conv_stride, or more padding")
-            side = (side + 2 * self.padding - self.receptive) // self.conv_stride + 1
-            if side < 2:
+            h, w = ((n + 2 * self.padding - self.receptive) // self.conv_stride + 1
+                    for n in (h, w))
+            if min(h, w) < 2:
                 raise ConfigError(
-                    f"conv block {i + 1} of conv_blocks={self.conv_blocks} leaves a {side}×{side} "
+                    f"conv block {i + 1} of conv_blocks={self.conv_blocks} leaves a {h}×{w} "
                     f"map, too small for its 2×2 OR pooling; use fewer conv_blocks or a smaller "
                     f"conv_stride or receptive")
-            side //= 2
-            out.append((self.kernels * self.conv_growth ** i, side))
+            h, w = h // 2, w // 2
+            out.append((self.kernels * self.conv_growth ** i, h, w))
         return out
 
     def arch(self) -> dict:
@@ -183,6 +193,16 @@ class ExportConfig:
                            low=0)
     pipeline_votes: int = option(0, "Verilog: register stages spread over the vote adder trees "
                                  "and the argmax", low=0)
+    verify: bool = option(True, "check the written file against the reference before keeping "
+                          "it: C compiled and run, Verilog simulated, JSON read back")
+    verify_samples: int = option(1000, "test images of the circuit's dataset to check on (0: "
+                                 "all; random inputs for a circuit that reads no images)",
+                                 low=0)
+    simulator: str = option("auto", "Verilog simulator for the check: auto, iverilog or "
+                            "verilator", choices=SIMULATORS)
+    dataset: str = option("", "the test images to check on (default: the dataset the circuit "
+                          "was trained on)")
+    data_dir: str | None = option(None, _DATA_DIR_HELP)
 
     def __post_init__(self):
         check_fields(self)
@@ -195,7 +215,9 @@ class VerifyConfig:
     circuit: str = option("", _CIRCUIT_HELP, required=True)
     backends: tuple[str, ...] = option(BACKENDS, "comma-separated: numpy, c, verilog",
                                        choices=BACKENDS, required=True)
-    samples: int = option(0, "MNIST test images (of the circuit's classes) to check (0: all)",
+    dataset: str = option("", "the test images to check on: mnist, an .npz file or a folder "
+                          "of IDX files (default: the dataset the circuit was trained on)")
+    samples: int = option(0, "test images (of the circuit's classes) to check (0: all)",
                           low=0)
     verilog_samples: int = option(2000, "a prefix of them for the Verilog simulation, which is "
                                   "slow (0: all)", low=0)
@@ -237,8 +259,8 @@ class BenchConfig:
     """``kairo logic bench``: images/s of a circuit on one core, kairo vs the anchor's method."""
 
     circuit: str = option("", _CIRCUIT_HELP, required=True)
-    images: int = option(100_000, "images per timed pass (MNIST test images of the circuit's "
-                         "classes, repeated)", low=1)
+    images: int = option(100_000, "images per timed pass (the test images of the circuit's "
+                         "dataset and classes, repeated)", low=1)
     repeats: int = option(5, "timed passes (the best counts)", low=1)
     width: str = option("auto", "C word width: auto, 64, 256 or 512", choices=C_WIDTHS)
     anchor: bool = option(True, "also time difflogic's method (NumPy packing + one C statement "

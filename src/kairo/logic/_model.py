@@ -17,7 +17,7 @@ from kairo.logic._gates import GATE_NAMES, N_GATES
 from kairo.logic._layers import (Binarize, GroupSum, LogicConv2d, LogicDense, OrPooling2d,
                                   fused_threads)
 
-__all__ = ["LogicNet", "build_model", "predict", "layer_report", "to_circuit"]
+__all__ = ["LogicNet", "build_model", "image_shape", "predict", "layer_report", "to_circuit"]
 
 OR = GATE_NAMES.index("OR")
 
@@ -25,28 +25,32 @@ OR = GATE_NAMES.index("OR")
 class LogicNet(nn.Module):
     """Binarize → [LogicConv2d → OrPooling2d] × conv_blocks → LogicDense × layers → GroupSum.
 
+    ``shape``: one image's (height, width, channels) — (28, 28, 1) for MNIST — or, for a dense
+    network, just its number of values. Images arrive as uint8 ``[n, H, W, C]`` (or anything
+    with H·W·C values per image, row-major).
+
     Without kernels (``cfg.kernels`` = 0) ``features`` is empty and the dense layers read the
-    bits directly. With kernels the thresholds are the channels of the first convolution:
-    bits (n, T·784) threshold-major → (n, T, 28, 28); the last feature map is flattened
-    channel-major (torch's ``flatten``) for the dense layers.
+    bits directly. With kernels the thresholds × colour channels are the channels of the
+    first convolution: bits (n, T·H·W·C) threshold-major → (n, T·C, H, W); the last feature
+    map is flattened channel-major (torch's ``flatten``) for the dense layers.
 
     ``forward(images, temperature=1.0, fixed=(), mode=None)``: ``fixed`` holds the indices
     (in :meth:`gate_layers` order) of the layers that compute their argmax gates in training
     too; ``temperature`` and ``mode`` go to every gate layer (see ``kairo.logic._layers``).
     """
 
-    def __init__(self, n_pixels: int, cfg: LogicTrainConfig):
+    def __init__(self, shape, cfg: LogicTrainConfig):
         super().__init__()
         self.binarize = Binarize(cfg.thresholds)
         rng = np.random.default_rng(np.random.SeedSequence([cfg.seed, 11]))
         n_levels = self.binarize.n_levels
-        side = math.isqrt(n_pixels)
+        self.image_shape = image_shape(shape, conv=bool(cfg.kernels))
+        h, w, c = self.image_shape
+        n_pixels = h * w * c
         blocks = []
         if cfg.kernels:
-            if side * side != n_pixels:
-                raise ConfigError(f"convolutional models need square images, got {n_pixels} "
-                                  f"pixels")
-            c_in = n_levels
+            cfg.feature_sizes(h, w, c)                     # a clear error for what cannot fit
+            c_in = n_levels * c
             for i in range(cfg.conv_blocks):
                 c_out = cfg.kernels * cfg.conv_growth ** i
                 conv = LogicConv2d(c_in, c_out, receptive=cfg.receptive, depth=cfg.conv_depth,
@@ -56,10 +60,9 @@ class LogicNet(nn.Module):
                                    tau=cfg.gumbel_tau, seed=rng, engine=cfg.engine)
                 blocks += [conv, OrPooling2d(2, 2, engine=cfg.engine)]
                 c_in = c_out
-            h = side
             for m in blocks:
-                h = m.out_size(h, h)[0]
-            n_flat = c_in * h * h
+                h, w = m.out_size(h, w)
+            n_flat = c_in * h * w
         else:
             n_flat = n_pixels * n_levels
         self.features = nn.Sequential(*blocks)
@@ -69,7 +72,7 @@ class LogicNet(nn.Module):
                        mode=cfg.gate_mode, tau=cfg.gumbel_tau, seed=rng, engine=cfg.engine)
             for i, o in zip(sizes[:-1], sizes[1:])])
         self.head = GroupSum(len(cfg.classes), cfg.tau)
-        self.n_pixels, self.side = n_pixels, side
+        self.n_pixels = n_pixels
 
     def bits(self, images: torch.Tensor) -> torch.Tensor:
         return self.binarize(images)
@@ -80,10 +83,15 @@ class LogicNet(nn.Module):
 
     def forward(self, images: torch.Tensor, *, temperature: float = 1.0,
                 fixed: Collection[int] = (), mode: str | None = None) -> torch.Tensor:
-        x = self.bits(images)                                        # (n, T·784)
+        x = self.bits(images)                                        # (n, T·H·W·C)
         i = 0                                                        # gate layer index
         if len(self.features):
-            x = x.reshape(x.shape[0], -1, self.side, self.side)      # (n, T, 28, 28)
+            h, w, c = self.image_shape
+            if c == 1:
+                x = x.reshape(x.shape[0], -1, h, w)                  # (n, T, H, W)
+            else:                                                    # (n, T·C, H, W)
+                x = x.reshape(x.shape[0], -1, h, w, c).permute(0, 1, 4, 2, 3).reshape(
+                    x.shape[0], -1, h, w)
             for m in self.features:
                 if isinstance(m, LogicConv2d):
                     x = m(x, temperature=temperature, fixed=i in fixed, mode=mode)
@@ -97,11 +105,33 @@ class LogicNet(nn.Module):
         return self.head(x)
 
 
-def build_model(cfg: LogicTrainConfig, n_pixels: int = 784) -> LogicNet:
-    """The untrained network of ``cfg`` (torch's global seed set to ``cfg.seed`` first, as
-    the trainer does, so a model built here starts where training starts)."""
+def image_shape(shape, *, conv: bool = False) -> tuple[int, int, int]:
+    """(height, width, channels) from a shape (H, W), (H, W, C) or a number of values (a
+    square one-channel image for a convolutional network, a flat vector for a dense one)."""
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        n = int(shape)
+        side = math.isqrt(max(n, 0))
+        if n >= 1 and side * side == n:
+            return side, side, 1
+        if n >= 1 and not conv:
+            return 1, n, 1
+        raise ConfigError(f"convolutional models need images of shape (H, W[, C]); {n} values "
+                          f"per image are not a square")
+    dims = tuple(int(d) for d in shape)
+    if len(dims) == 2:
+        dims = dims + (1,)
+    if len(dims) != 3 or min(dims) < 1:
+        raise ConfigError(f"image shape must be (height, width) or (height, width, channels) "
+                          f"of positive sizes, got {tuple(shape)}")
+    return dims
+
+
+def build_model(cfg: LogicTrainConfig, shape=(28, 28, 1)) -> LogicNet:
+    """The untrained network of ``cfg`` for images of ``shape`` ((H, W, C); see
+    :class:`LogicNet`). torch's global seed is set to ``cfg.seed`` first, as the trainer
+    does, so a model built here starts where training starts."""
     torch.manual_seed(cfg.seed)
-    return LogicNet(n_pixels, cfg)
+    return LogicNet(shape, cfg)
 
 
 def _eval_batch(model: LogicNet) -> int:
@@ -129,12 +159,12 @@ def layer_report(model: LogicNet, cfg: LogicTrainConfig, tie: float = 0.05) -> l
     two largest logits lie within ``tie`` (undecided gates: the relaxed network mixes two
     gates there that the circuit cannot). The last is where a discretization gap comes from."""
     names = {m: n for n, m in model.named_modules()}
-    copies, side = {}, model.side
+    copies, (h, w, _) = {}, model.image_shape
     for m in model.features:                 # conv → pooling blocks, sizes as they go
         if isinstance(m, LogicConv2d):
-            ho, wo = m.out_size(side, side)
+            ho, wo = m.out_size(h, w)
             copies[m] = ho * wo
-        side = m.out_size(side, side)[0]
+        h, w = m.out_size(h, w)
     out = []
     for i, layer in enumerate(model.gate_layers()):
         top = layer.weight.detach().reshape(-1, N_GATES).topk(2, dim=-1).values
@@ -230,7 +260,8 @@ def to_circuit(model: LogicNet, meta: dict | None = None) -> Circuit:
     net = _Netlist(n_in)
     nodes = np.arange(n_in, dtype=np.int64)
     if len(model.features):
-        nodes = nodes.reshape(model.binarize.n_levels, model.side, model.side)
+        h, w, c = model.image_shape
+        nodes = nodes.reshape(-1, h, w, c).transpose(0, 3, 1, 2).reshape(-1, h, w)
         for layer in model.features:
             if isinstance(layer, LogicConv2d):
                 nodes = _conv_circuit(net, layer, nodes)
@@ -243,5 +274,6 @@ def to_circuit(model: LogicNet, meta: dict | None = None) -> Circuit:
         nodes = net.add(layer.ops(), nodes[layer.ia.numpy()], nodes[layer.ib.numpy()])
     return net.circuit(nodes, model.head.k,
                        {"thresholds": model.binarize.t.numpy().astype(int).tolist(),
-                        "n_pixels": model.n_pixels, **(meta or {})})
+                        "n_pixels": model.n_pixels, "image_shape": list(model.image_shape),
+                        **(meta or {})})
 

@@ -20,9 +20,9 @@ from torch import nn
 
 from kairo._checkpoint import check_compatible, load_checkpoint as _load, save_checkpoint
 from kairo._errors import ConfigError, DataError, KairoError
-from kairo.logic._config import IMAGE_SIZE, LogicTrainConfig
+from kairo.logic._config import LogicTrainConfig
 from kairo.logic._layers import fused_threads
-from kairo.logic._model import LogicNet, build_model, predict
+from kairo.logic._model import LogicNet, build_model, image_shape, predict
 
 __all__ = ["train", "load_data", "load_checkpoint", "model_from_checkpoint", "snapshot_path",
            "describe_branch", "lr_at", "gate_temperature_at", "fixed_layers", "random_shift",
@@ -33,15 +33,21 @@ log = logging.getLogger(__name__)
 CHECKPOINT_FORMAT = "kairo.logic.checkpoint"
 
 
-def load_data(cfg: LogicTrainConfig) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """train / val / test splits of the chosen classes, labels renumbered 0…k−1."""
-    from kairo.data import load_mnist
+def load_data(cfg: LogicTrainConfig) -> dict:
+    """train / val / test splits (uint8 images [n, H, W, C], labels) of the chosen classes
+    of ``cfg.dataset``, labels renumbered 0…k−1; ``"shape"``: one image's (H, W, C)."""
+    from kairo.data import load_images
 
-    out = {}
-    lut = np.full(10, -1)
+    images = load_images(cfg.dataset, cfg.data_dir)
+    missing = [c for c in cfg.classes if c >= images.n_classes]
+    if missing:
+        raise ConfigError(f"classes: {', '.join(map(str, missing))} not among the labels of "
+                          f"dataset {cfg.dataset} (0…{images.n_classes - 1})")
+    out = {"shape": images.shape}
+    lut = np.full(images.n_classes, -1)
     lut[list(cfg.classes)] = np.arange(len(cfg.classes))
     for split in ("train", "test"):
-        x, y = load_mnist(split, cfg.data_dir)
+        x, y = getattr(images, f"x_{split}"), getattr(images, f"y_{split}")
         keep = lut[y] >= 0
         out[split] = (x[keep], lut[y[keep]].astype(np.int64))
     x, y = out["train"]
@@ -75,6 +81,7 @@ def _save(path, model, optimizer, cfg: LogicTrainConfig, it: int, history: list,
     it)."""
     save_checkpoint(path, {"version": 1, "iter": it, "arch": cfg.arch(),
                            "config": dataclasses.asdict(cfg), "model": model.state_dict(),
+                           "image_shape": list(model.image_shape),
                            "optimizer": optimizer.state_dict(), "history": history,
                            "torch_rng": rng_state, "best": best, "branch": branch},
                     kind=CHECKPOINT_FORMAT)
@@ -109,7 +116,12 @@ def model_from_checkpoint(path) -> tuple[LogicNet, LogicTrainConfig]:
     """The model a checkpoint (or a run's model.pt) holds, in eval mode, and its config."""
     state = load_checkpoint(path)
     cfg = _config_of(state, path)
-    model = build_model(cfg)
+    shape = state.get("image_shape")
+    if shape is None:
+        if cfg.dataset.lower() != "mnist":
+            raise DataError(f"checkpoint {path}: no image_shape for its dataset {cfg.dataset}")
+        shape = (28, 28, 1)
+    model = build_model(cfg, tuple(shape))
     best = state.get("best")
     try:                    # a keep_best run's model is its best-validation weights
         model.load_state_dict(best["model"] if cfg.keep_best and best else state["model"])
@@ -121,7 +133,7 @@ def model_from_checkpoint(path) -> tuple[LogicNet, LogicTrainConfig]:
 
 
 # what, besides the iteration schedules, makes a run's first iterations what they were
-_HISTORY_FIELDS = ("classes", "tau", "gate_mode", "gumbel_tau", "shift", "batch",
+_HISTORY_FIELDS = ("dataset", "classes", "tau", "gate_mode", "gumbel_tau", "shift", "batch",
                    "residual_init", "val_fraction")
 
 
@@ -181,17 +193,19 @@ def fixed_layers(cfg: LogicTrainConfig, it: int) -> tuple[int, ...]:
 
 
 def random_shift(x: np.ndarray, max_shift: int, rng: np.random.Generator) -> np.ndarray:
-    """Each image of ``x`` (n, 784 or 28×28, uint8) moved by its own random (dy, dx) in
-    −max_shift…max_shift, zeros shifted in."""
+    """Each image of ``x`` (uint8 [n, H, W], [n, H, W, C], or [n, H·W] of square one-channel
+    images) moved by its own random (dy, dx) in −max_shift…max_shift, zeros shifted in."""
     n = x.shape[0]
-    img = x.reshape(n, IMAGE_SIZE, IMAGE_SIZE)
+    h, w, c = x.shape[1:3] + (int(np.prod(x.shape[3:])),) if x.ndim >= 3 else \
+        image_shape(int(np.prod(x.shape[1:])), conv=True)
+    img = x.reshape(n, h, w, c)
     p = max_shift
-    padded = np.zeros((n, IMAGE_SIZE + 2 * p, IMAGE_SIZE + 2 * p), np.uint8)
-    padded[:, p:p + IMAGE_SIZE, p:p + IMAGE_SIZE] = img
+    padded = np.zeros((n, h + 2 * p, w + 2 * p, c), np.uint8)
+    padded[:, p:p + h, p:p + w] = img
     dy, dx = rng.integers(0, 2 * p + 1, size=(2, n))
     # window origins per image; a gather of rows then columns
-    rows = (dy[:, None] + np.arange(IMAGE_SIZE))[:, :, None]                # [n, 28, 1]
-    cols = (dx[:, None] + np.arange(IMAGE_SIZE))[:, None, :]                # [n, 1, 28]
+    rows = (dy[:, None] + np.arange(h))[:, :, None]                          # [n, H, 1]
+    cols = (dx[:, None] + np.arange(w))[:, None, :]                          # [n, 1, W]
     return padded[np.arange(n)[:, None, None], rows, cols].reshape(x.shape)
 
 
@@ -218,6 +232,10 @@ def _start_state(cfg: LogicTrainConfig, ckpt: Path | None, model, opt, gen) -> d
                                           f"made {source}")
             info["same_as_single_run"] = False
         branch = {"from": str(source), **info}
+    if tuple(state.get("image_shape", model.image_shape)) != model.image_shape:
+        raise ConfigError(f"{source} was trained on images of shape "
+                          f"{tuple(state['image_shape'])} (H, W, C); these are "
+                          f"{model.image_shape}")
     model.load_state_dict(state["model"])
     opt.load_state_dict(state["optimizer"])
     gen.set_state(state["torch_rng"])
@@ -246,7 +264,9 @@ def train(cfg: LogicTrainConfig, *, checkpoint=None, data=None,
 
     data = data or load_data(cfg)
     xtr, ytr = data["train"]
-    model = build_model(cfg)
+    shape = data.get("shape") or (xtr.shape[1:] if xtr.ndim >= 3 else
+                                  int(np.prod(xtr.shape[1:])))
+    model = build_model(cfg, shape)
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     gen = torch.Generator().manual_seed(cfg.seed)
     ckpt = Path(checkpoint) if checkpoint else None

@@ -51,7 +51,8 @@ C (``c_source`` / ``compile_c`` / ``write_c``)
 
     ``write_c(..., standalone=True)`` writes a portable C99 file for firmware instead: only
     ``uint64_t``, no vector extensions, nothing from libc beyond ``<stdint.h>``/``<stddef.h>``,
-    with ``kairo_eval`` (64-sample blocks), ``kairo_scores_one`` and ``kairo_predict_one``.
+    with ``kairo_eval`` (64-sample blocks), ``kairo_scores_one`` and ``kairo_predict_one``;
+    :func:`run_portable_c` builds such a file's text and runs it, to check it.
 
 Verilog (``verilog_source`` / ``write_verilog`` / ``simulate_verilog``)
     Synthesizable Verilog-2001: one ``assign`` per gate, per-class vote counts from a balanced
@@ -66,7 +67,7 @@ The modules: ``_csource`` (C source), ``_cimages`` + ``images.c`` (the image pat
 """
 
 from kairo.logic.backends._csource import CHUNK, WIDTHS, c_source, native_width, write_c
-from kairo.logic.backends._runtime import O1_ABOVE, CompiledCircuit, compile_c
+from kairo.logic.backends._runtime import O1_ABOVE, CompiledCircuit, compile_c, run_portable_c
 from kairo.logic.backends._simulate import find_simulator, simulate_verilog
 from kairo.logic.backends._toolchain import (C_FLAGS, SharedLibrary, build_shared_library,
                                              default_cache_dir, find_compiler)
@@ -76,4 +77,5 @@ from kairo.logic.backends._verilog import (verilog_latency, verilog_source, vote
 __all__ = ["c_source", "compile_c", "CompiledCircuit", "write_c", "native_width", "WIDTHS",
            "CHUNK", "O1_ABOVE", "build_shared_library", "SharedLibrary", "find_compiler",
            "default_cache_dir", "C_FLAGS", "verilog_source", "write_verilog",
-           "verilog_latency", "vote_levels", "vote_cuts", "simulate_verilog", "find_simulator"]
+           "verilog_latency", "vote_levels", "vote_cuts", "simulate_verilog", "find_simulator",
+           "run_portable_c"]

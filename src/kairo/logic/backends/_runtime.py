@@ -192,3 +192,34 @@ def compile_c(circuit: Circuit, *, width="auto", cache_dir=None,
                                  jobs=jobs)
     return CompiledCircuit(c, built.path, width, source_path=built.source,
                            from_cache=built.from_cache, flags=flags)
+
+
+def run_portable_c(circuit: Circuit, source: str, x, *, cache_dir=None
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Build the text of a portable C file (``write_c(..., standalone=True)``) as a shared
+    library and run it on ``x`` ((n, n_inputs) of 0/1): ``kairo_eval``'s outputs (n,
+    n_outputs) bool and ``kairo_predict_one``'s class per sample, int64 — what a firmware
+    build of that file computes, for checking it against :meth:`Circuit.evaluate`."""
+    c = check_circuit(circuit)
+    x = c.check_inputs(x)
+    # one translation unit: the portable file's parts are static functions
+    built = build_shared_library(source, flags=("-O1", "-shared", "-fPIC"),
+                                 stem="kairo-portable", cache_dir=cache_dir, jobs=1)
+    try:
+        lib = ctypes.CDLL(str(built.path))
+    except OSError as exc:
+        raise KairoError(f"could not load the compiled C file {built.path} ({exc})") from None
+    vp, sz = ctypes.c_void_p, ctypes.c_size_t
+    lib.kairo_eval.argtypes, lib.kairo_eval.restype = [vp, vp, sz], None
+    lib.kairo_predict_one.argtypes, lib.kairo_predict_one.restype = [vp], ctypes.c_int32
+    n = x.shape[0]
+    n_blocks = -(-n // 64)
+    inp = np.ascontiguousarray(pack_bits(x).T)                   # in[block][input]
+    out = np.zeros((n_blocks, c.n_outputs), np.uint64)
+    if n_blocks:
+        lib.kairo_eval(inp.ctypes.data, out.ctypes.data, n_blocks)
+    outputs = unpack_bits(np.ascontiguousarray(out.T), n)
+    rows = np.ascontiguousarray(x != 0, dtype=np.uint8)
+    base, step = rows.ctypes.data, rows.shape[1]
+    pred = np.array([lib.kairo_predict_one(base + i * step) for i in range(n)], np.int64)
+    return outputs, pred

@@ -124,7 +124,7 @@ def _raise_stack_limit() -> None:
 
 def simulate_verilog(circuit: Circuit, x, *, simulator: str = "auto", pipeline: int = 0,
                      pipeline_votes: int = 0, with_scores: bool = False,
-                     timeout: float | None = None):
+                     timeout: float | None = None, source: str | None = None):
     """Simulate :func:`verilog_source` on input vectors.
 
     ``x``: (n_samples, n_inputs) of 0/1, as for :meth:`Circuit.evaluate`. Writes the module,
@@ -133,13 +133,15 @@ def simulate_verilog(circuit: Circuit, x, *, simulator: str = "auto", pipeline: 
     returns ``(outputs, predictions)``: bool (n, n_outputs) and int64 (n,); with
     ``with_scores=True`` also the vote counts (n, n_classes) int64 the hardware computed.
     ``pipeline``/``pipeline_votes`` as for :func:`verilog_source`; the testbench clocks one
-    vector per cycle and reads each result :func:`verilog_latency` edges later.
+    vector per cycle and reads each result :func:`verilog_latency` edges later. ``source``:
+    simulate this text (a file :func:`write_verilog` wrote with the same pipeline settings,
+    module ``kairo_circuit``) instead of generating it.
     """
     c = check_circuit(circuit)
     x = c.check_inputs(x)
     sim = find_simulator(simulator)
-    src = verilog_source(c, module="kairo_circuit", pipeline=pipeline,
-                         pipeline_votes=pipeline_votes)
+    src = source if source is not None else verilog_source(
+        c, module="kairo_circuit", pipeline=pipeline, pipeline_votes=pipeline_votes)
     n = x.shape[0]
     if n == 0:
         res = (np.zeros((0, c.n_outputs), bool), np.zeros(0, np.int64))
