@@ -247,3 +247,29 @@ def test_bad_dataset_arguments(npz, tmp_path, capsys, data_dir):
                  str(tmp_path / "v")]) == 2
     err = capsys.readouterr().err
     assert "784 values" in err and "reads 189 per image" in err
+
+
+def test_checkpoints_carry_the_image_shape(npz, tmp_path):
+    from kairo.logic import model_from_checkpoint
+    from kairo.logic._train import CHECKPOINT_FORMAT
+    from kairo._checkpoint import load_checkpoint, save_checkpoint
+
+    cfg = LogicTrainConfig(dataset=str(npz), classes=(0, 1), hidden=20, layers=1, iters=20,
+                           eval_every=10, checkpoint_every=10)
+    ckpt = tmp_path / "run.checkpoint.pt"
+    train(cfg, checkpoint=ckpt, progress_bar=False)
+    model, _ = model_from_checkpoint(ckpt)
+    assert model.image_shape == (9, 7, 3)
+    # a branch onto images of another shape is refused before any weight is loaded
+    grey = tmp_path / "grey.npz"
+    d = _toy(c=1)
+    np.savez(grey, **d)
+    other = LogicTrainConfig(**{**cfg.__dict__, "dataset": str(grey), "iters": 40,
+                                "init_from": str(ckpt)})
+    with pytest.raises(ConfigError, match=r"trained on images of shape \(9, 7, 3\)"):
+        train(other, progress_bar=False)
+    state = load_checkpoint(ckpt, kind=CHECKPOINT_FORMAT)
+    del state["image_shape"]
+    save_checkpoint(tmp_path / "old.pt", state, kind=CHECKPOINT_FORMAT)
+    with pytest.raises(DataError, match="old.pt: no image shape"):
+        model_from_checkpoint(tmp_path / "old.pt")

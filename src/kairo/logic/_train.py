@@ -112,16 +112,19 @@ def snapshot_path(checkpoint, it: int) -> Path:
     return checkpoint.with_name(f"{checkpoint.name.removesuffix('.pt')}-{it}.pt")
 
 
+def _image_shape_of(state: dict, path) -> tuple[int, int, int]:
+    shape = state.get("image_shape")
+    if not isinstance(shape, (list, tuple)) or len(shape) != 3:
+        raise DataError(f"checkpoint {path}: no image shape (H, W, C) recorded; it was not "
+                        f"written by this kairo: train the run again")
+    return tuple(int(v) for v in shape)
+
+
 def model_from_checkpoint(path) -> tuple[LogicNet, LogicTrainConfig]:
     """The model a checkpoint (or a run's model.pt) holds, in eval mode, and its config."""
     state = load_checkpoint(path)
     cfg = _config_of(state, path)
-    shape = state.get("image_shape")
-    if shape is None:
-        if cfg.dataset.lower() != "mnist":
-            raise DataError(f"checkpoint {path}: no image_shape for its dataset {cfg.dataset}")
-        shape = (28, 28, 1)
-    model = build_model(cfg, tuple(shape))
+    model = build_model(cfg, _image_shape_of(state, path))
     best = state.get("best")
     try:                    # a keep_best run's model is its best-validation weights
         model.load_state_dict(best["model"] if cfg.keep_best and best else state["model"])
@@ -232,9 +235,9 @@ def _start_state(cfg: LogicTrainConfig, ckpt: Path | None, model, opt, gen) -> d
                                           f"made {source}")
             info["same_as_single_run"] = False
         branch = {"from": str(source), **info}
-    if tuple(state.get("image_shape", model.image_shape)) != model.image_shape:
+    if _image_shape_of(state, source) != model.image_shape:
         raise ConfigError(f"{source} was trained on images of shape "
-                          f"{tuple(state['image_shape'])} (H, W, C); these are "
+                          f"{_image_shape_of(state, source)} (H, W, C); these are "
                           f"{model.image_shape}")
     model.load_state_dict(state["model"])
     opt.load_state_dict(state["optimizer"])
