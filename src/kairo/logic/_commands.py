@@ -166,7 +166,10 @@ def _check_export(cfg: ExportConfig, circ, path: Path) -> str:
 
     n = cfg.verify_samples
     if circ.image_input is not None:
-        x, _, name = circuit_images(circ, cfg.dataset, cfg.data_dir)
+        try:
+            x, _, name = circuit_images(circ, cfg.dataset, cfg.data_dir)
+        except KairoError as exc:
+            raise type(exc)(f"{exc}\n(or export unchecked with --no-verify)") from None
         bits, what = circ.image_bits(x[:n] if n else x), f"{name} test images"
     else:
         rng = np.random.default_rng(0)
