@@ -61,9 +61,13 @@ def test_kairo_report_serve_stops_on_ctrl_c(tmp_path, store, site):
     exits 0."""
     out = tmp_path / "served"
     env = {**os.environ, "KAIRO_STORE": str(store.path)}
+    # Ctrl-C's default action in the child even when this run ignores SIGINT (a background
+    # job of a non-interactive shell): Python only turns SIGINT into KeyboardInterrupt when
+    # it was not ignored at start-up
     proc = subprocess.Popen([sys.executable, "-m", "kairo.cli", "report", "--serve",
                              "--port", "0", "--out", str(out)], env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=_default_sigint)
     lines: queue.Queue = queue.Queue()
     threading.Thread(target=lambda: [lines.put(x) for x in proc.stderr], daemon=True).start()
     try:
@@ -84,3 +88,7 @@ def test_kairo_report_serve_stops_on_ctrl_c(tmp_path, store, site):
     assert proc.returncode == 0, stdout
     assert (out / "index.html").is_file() and f"results: {out}" in stdout
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".served")] == []
+
+
+def _default_sigint():
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

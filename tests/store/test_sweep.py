@@ -185,7 +185,10 @@ def test_a_killed_sweep_resumes_and_no_point_runs_twice(tmp_path, sig, workers, 
     n_points = len(grid_points(load_spec(spec_file)))
     argv = [sys.executable, "-m", "kairo.cli", "--store", str(store), "sweep", str(spec_file),
             "--out", str(tmp_path / "sw"), "--workers", str(workers)]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # SIGINT's default action in the child even when this run ignores it (a background job
+    # of a non-interactive shell): Python makes it KeyboardInterrupt only if not ignored
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 240
     while time.time() < deadline and proc.poll() is None:
         if len(list((tmp_path / "sw").glob("p*/run.json"))) >= 2:
