@@ -15,7 +15,7 @@ import numpy as np
 
 from kairo._errors import DataError
 
-__all__ = ["ImageSet", "load_images", "image_files"]
+__all__ = ["ImageSet", "load_images", "image_files", "read_idx"]
 
 _NPZ_KEYS = ("x_train", "y_train", "x_test", "y_test")
 # IDX names as MNIST, Fashion-MNIST, KMNIST and EMNIST ship them (optionally gzipped)
@@ -93,7 +93,7 @@ def load_images(source, data_dir=None) -> ImageSet:
         parts = _read_npz(path)
         return _checked(path.stem, parts, {"images": path}, str(path))
     files = _idx_files(path)
-    parts = {role: _read_idx(p) for role, p in files.items()}
+    parts = {role: read_idx(p) for role, p in files.items()}
     return _checked(path.name, parts, files, str(path), where=files)
 
 
@@ -149,7 +149,7 @@ _IDX_EXAMPLE = {"x_train": "train-images-idx3-ubyte", "y_train": "train-labels-i
                 "x_test": "t10k-images-idx3-ubyte", "y_test": "t10k-labels-idx1-ubyte"}
 
 
-def _read_idx(path: Path) -> np.ndarray:
+def read_idx(path: Path) -> np.ndarray:
     """Any IDX file (gzipped or not): magic 0x0000, type byte, ndim, big-endian uint32 dims."""
     try:
         opener = gzip.open if path.suffix == ".gz" else open

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import gzip
 from pathlib import Path
 
 import numpy as np
 
 from kairo._errors import DataError
+from kairo.data._images import read_idx
 from kairo.data._store import fetch
 
 __all__ = ["load_mnist", "mnist_files"]
@@ -17,16 +17,11 @@ _FILES = {"train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
 
 
 def _idx(path, ndim: int) -> np.ndarray:
-    """Parse an IDX file (big-endian header: 0x0000, type 0x08 = uint8, ndim, dims)."""
-    with gzip.open(path, "rb") as f:
-        raw = f.read()
-    if len(raw) < 4 + 4 * ndim or raw[:2] != b"\0\0" or raw[2] != 0x08 or raw[3] != ndim:
+    """An IDX file (:func:`kairo.data._images.read_idx`) that must hold ``ndim``-D uint8 data."""
+    data = read_idx(Path(path))
+    if data.ndim != ndim or data.dtype != np.uint8:
         raise DataError(f"{path}: not an IDX file of {ndim}-D uint8 data")
-    dims = np.frombuffer(raw, dtype=">u4", count=ndim, offset=4).astype(int)
-    data = np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim)
-    if data.size != int(np.prod(dims)):
-        raise DataError(f"{path}: header says {tuple(dims)} but holds {data.size} bytes")
-    return data.reshape(dims)
+    return data
 
 
 def mnist_files(split: str = "train", data_dir=None, *, download: bool | None = None
