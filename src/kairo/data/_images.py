@@ -5,7 +5,6 @@ the field."""
 
 from __future__ import annotations
 
-import gzip
 import re
 import zipfile
 from dataclasses import dataclass, field
@@ -14,8 +13,9 @@ from pathlib import Path
 import numpy as np
 
 from kairo._errors import DataError
+from kairo.data._idx import read_idx
 
-__all__ = ["ImageSet", "load_images", "image_files", "read_idx"]
+__all__ = ["ImageSet", "load_images", "image_files"]
 
 _NPZ_KEYS = ("x_train", "y_train", "x_test", "y_test")
 # IDX names as MNIST, Fashion-MNIST, KMNIST and EMNIST ship them (optionally gzipped)
@@ -23,8 +23,6 @@ _IDX_ROLES = {"x_train": r"^(emnist-\w+-)?train-images[-.]idx[34]-ubyte(\.gz)?$"
               "y_train": r"^(emnist-\w+-)?train-labels[-.]idx1-ubyte(\.gz)?$",
               "x_test": r"^(emnist-\w+-)?(t10k|test)-images[-.]idx[34]-ubyte(\.gz)?$",
               "y_test": r"^(emnist-\w+-)?(t10k|test)-labels[-.]idx1-ubyte(\.gz)?$"}
-_IDX_DTYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: np.dtype(">i2"), 0x0C: np.dtype(">i4"),
-               0x0D: np.dtype(">f4"), 0x0E: np.dtype(">f8")}
 _SOURCES = ("'mnist', an .npz file (x_train, y_train, x_test, y_test) or a folder of IDX files "
             "(train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz], t10k-… or test-…)")
 
@@ -147,29 +145,6 @@ def _idx_files(folder: Path) -> dict[str, Path]:
 
 _IDX_EXAMPLE = {"x_train": "train-images-idx3-ubyte", "y_train": "train-labels-idx1-ubyte",
                 "x_test": "t10k-images-idx3-ubyte", "y_test": "t10k-labels-idx1-ubyte"}
-
-
-def read_idx(path: Path) -> np.ndarray:
-    """Any IDX file (gzipped or not): magic 0x0000, type byte, ndim, big-endian uint32 dims."""
-    try:
-        opener = gzip.open if path.suffix == ".gz" else open
-        with opener(path, "rb") as f:
-            raw = f.read()
-    except (OSError, EOFError) as e:
-        raise DataError(f"{path}: cannot be read ({e})") from None
-    if len(raw) < 4 or raw[:2] != b"\0\0" or raw[2] not in _IDX_DTYPES or raw[3] < 1:
-        raise DataError(f"{path}: not an IDX file (its first bytes must be 00 00, a type code "
-                        f"and the number of dimensions)")
-    ndim, dtype = raw[3], np.dtype(_IDX_DTYPES[raw[2]])
-    if len(raw) < 4 + 4 * ndim:
-        raise DataError(f"{path}: IDX header cut short ({len(raw)} bytes for {ndim} dims)")
-    dims = tuple(int(d) for d in np.frombuffer(raw, ">u4", count=ndim, offset=4))
-    body = len(raw) - 4 - 4 * ndim
-    if body != int(np.prod(dims)) * dtype.itemsize:
-        raise DataError(f"{path}: the header says {dims} values of {dtype.name} "
-                        f"({int(np.prod(dims)) * dtype.itemsize} bytes) but the file holds "
-                        f"{body}")
-    return np.frombuffer(raw, dtype, offset=4 + 4 * ndim).reshape(dims)
 
 
 def _checked(name: str, parts: dict, files: dict, label: str, where: dict | None = None

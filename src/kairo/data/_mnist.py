@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from kairo._errors import DataError
-from kairo.data._images import read_idx
+from kairo.data._idx import read_idx
 from kairo.data._store import fetch
 
 __all__ = ["load_mnist", "mnist_files"]
@@ -17,7 +17,7 @@ _FILES = {"train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
 
 
 def _idx(path, ndim: int) -> np.ndarray:
-    """An IDX file (:func:`kairo.data._images.read_idx`) that must hold ``ndim``-D uint8 data."""
+    """An IDX file (:func:`kairo.data._idx.read_idx`) that must hold ``ndim``-D uint8 data."""
     data = read_idx(Path(path))
     if data.ndim != ndim or data.dtype != np.uint8:
         raise DataError(f"{path}: not an IDX file of {ndim}-D uint8 data")
