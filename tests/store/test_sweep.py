@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -161,6 +162,34 @@ def test_an_optuna_search_finds_the_minimum_and_resumes(tmp_path, flaky):
     again = run_sweep(spec, out=tmp_path / "sw", store=st, workers=1)
     assert [p["status"] for p in again.points].count("done") == 1
     assert len(again.points) == 6 and again.points[2]["values"] == res.points[2]["values"]
+
+
+def test_a_point_committed_but_not_recorded_is_finished_from_its_folder(tmp_path):
+    """Killed after its folder was committed and before its record was finished: resuming
+    does not run the point again; its record becomes done, with the folder's metrics."""
+    st = Store(tmp_path / "k.db")
+    spec = spec_from_dict(ENC)
+    first = run_sweep(spec, out=tmp_path / "sw", store=st, workers=1)
+    rid = first.points[1]["run_id"]
+    want = st.get(rid).metrics
+    assert want and st.get(rid).duration is not None
+    # the record as a kill in that window leaves it: still running, no metrics
+    with sqlite3.connect(st.path) as con:
+        con.execute("UPDATE runs SET status = 'running', duration = NULL, artifacts = '[]' "
+                    "WHERE id = ?", (rid,))
+        con.execute("DELETE FROM metrics WHERE run = ?", (rid,))
+    assert st.get(rid).status == "running" and not st.get(rid).metrics
+    again = run_sweep(spec, out=tmp_path / "sw", store=st, workers=1)
+    assert [p["status"] for p in again.points] == ["skipped"] * 3
+    rec = st.get(rid)
+    assert rec.status == "done" and rec.metrics == want and rec.duration >= 0
+    assert "encodings.json" in rec.artifacts and again.points[1]["metric"] == first.points[1][
+        "metric"]
+    assert _done_per_point(st, spec.id) == {p.key: 1 for p in grid_points(spec)}
+    # a folder whose run.json names another store's run is not this store's to finish
+    other = Store(tmp_path / "other.db")
+    assert other.finish_from_folder(tmp_path / "sw" / first.points[0]["key"]) is None
+    assert other.finish_from_folder(tmp_path / "nowhere") is None
 
 
 def _done_per_point(st, sweep_id) -> dict:

@@ -318,6 +318,45 @@ class Store:
             args.append(str(out))
         self._write(f"UPDATE runs SET {sets} WHERE id = ?", (*args, run_id), many=rows)
 
+    def finish_from_folder(self, folder) -> int | None:
+        """The id of the run whose committed results folder is ``folder`` (its run.json names
+        it); a record of it that is not ``done`` — the process was killed after the folder
+        was committed and before the record was finished — is finished from the folder:
+        duration from run.json, metrics from its results JSON files, its files. ``None``
+        when run.json names no run of this store."""
+        folder = Path(folder)
+        try:
+            run = json.loads((folder / "run.json").read_text())
+            ref = run.get("store") or {}
+            run_id = int(ref["id"])
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+            return None
+        if Path(ref.get("path", "")).absolute() != self.path.absolute():
+            return None
+        rows = self._read("SELECT status FROM runs WHERE id = ?", (run_id,))
+        if not rows or rows[0][0] == "done":
+            return run_id if rows else None
+        files = [f for f in run.get("files", []) if isinstance(f, str)]
+        metrics: dict = {}
+        for name in files:
+            if not name.endswith(".json") or "/" in name:
+                continue
+            try:
+                obj = json.loads((folder / name).read_text())
+            except (OSError, ValueError):
+                continue
+            if isinstance(obj, dict):
+                stem = name[:-len(".json")]
+                metrics.update(flatten_metrics(obj, "" if stem == "metrics" else stem))
+        try:
+            duration = (_dt.datetime.fromisoformat(run["finished"])
+                        - _dt.datetime.fromisoformat(run["started"])).total_seconds()
+        except (KeyError, TypeError, ValueError):
+            duration = None
+        self.finish_run(run_id, status="done", duration=duration, metrics=metrics,
+                        artifacts=files, data=run.get("data") or {}, out=folder.absolute())
+        return run_id
+
     def relocate_children(self, parent: int, tmp, final) -> None:
         """A parent run's folder was written under the temporary ``tmp`` and renamed to
         ``final``: point the runs inside it (its children) at their final folders."""

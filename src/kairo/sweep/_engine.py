@@ -2,7 +2,9 @@
 results store with the sweep's id, in local worker processes or on Ray (``map_jobs``).
 
 Resuming is by folders: a point whose folder holds a run.json is done (folders appear only
-when a run succeeds), so running the same spec again runs only the missing points. A lock
+when a run succeeds), so running the same spec again runs only the missing points; a done
+point whose store record was left unfinished (killed between the two) is finished from its
+folder. A lock
 file per point makes sure a point never runs twice at once, even when a killed driver's
 orphaned worker is still finishing it while the sweep is resumed.
 """
@@ -68,13 +70,6 @@ def _lock(path: Path):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def _recorded_id(folder: Path) -> int | None:
-    try:
-        return json.loads((folder / "run.json").read_text()).get("store", {}).get("id")
-    except (OSError, ValueError, AttributeError):
-        return None
-
-
 def run_point(job: dict) -> dict:
     """Run one sweep point (module-level: worker processes and Ray call it). ``job``: command,
     config values, folder, store path, sweep id, point key, fail_fast, threads."""
@@ -89,13 +84,13 @@ def run_point(job: dict) -> dict:
         for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
             os.environ.setdefault(var, str(job["threads"]))
     with _lock(folder.with_name(f".{folder.name}.lock")):
+        store = Store(job["store"])
         if (folder / "run.json").is_file():
-            return {**row, "status": "skipped", "run_id": _recorded_id(folder)}
+            return {**row, "status": "skipped", "run_id": store.finish_from_folder(folder)}
         # hidden folders of attempts killed midway (the lock says none is running)
         for stale in folder.parent.glob(f".{folder.name}.*"):
             if stale.is_dir():
                 shutil.rmtree(stale, ignore_errors=True)
-        store = Store(job["store"])
         store.mark_interrupted(job["sweep"], job["key"])
         try:
             cfg = make_config(job["command"], job["config"], source=f"sweep point {job['key']}")
@@ -221,7 +216,7 @@ def _grid(spec, out, st, common, kind, n_workers, address, progress_bar, result)
                         progress_bar, f"sweep {spec.name}")))
     for p in points:
         res = ran.get(p.key) or {"key": p.key, "status": "skipped", "error": None,
-                                 "run_id": _recorded_id(out / p.key)}
+                                 "run_id": st.finish_from_folder(out / p.key)}
         result.points.append(_row(p, res, st, spec.metric))
 
 
@@ -274,7 +269,7 @@ def _search(spec, out, st, common, kind, n_workers, address, progress_bar, resul
         rs = []
         for p in pts:
             res = res_by_key.get(p.key) or {"key": p.key, "status": "skipped", "error": None,
-                                            "run_id": _recorded_id(out / p.key)}
+                                            "run_id": st.finish_from_folder(out / p.key)}
             rs.append(_row(p, res, st, spec.metric))
         rows[number] = rs
         vals = [r["metric"] for r in rs]
