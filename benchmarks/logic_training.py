@@ -149,7 +149,7 @@ def torchlogix_net(tlx, kairo_model: nn.Module) -> nn.Module:
     for kd in kairo_model.logic:
         td = L.LogicDense(min(kd.n_in, 2 * kd.n_out), kd.n_out)   # it asserts in ≤ 2·out
         td.in_dim = td.connections.in_dim = kd.n_in
-        td.connections.indices = torch.stack([kd.ia, kd.ib]).clone()   # (2, n_out)
+        td.connections.indices = torch.stack(kd.sources()).clone()   # (2, n_out)
         with torch.no_grad():
             td.weight.copy_(kd.weight)
         layers.append(td)
@@ -286,7 +286,7 @@ def main(argv=None) -> int:
     data = {k: (v[0][..., 0], v[1]) if k != "shape" else v for k, v in data.items()}
     arch = {k: v for k, v in dataclasses.asdict(cfg).items() if k in (
         "classes", "thresholds", "kernels", "conv_blocks", "conv_growth", "receptive",
-        "conv_depth", "padding", "hidden", "layers", "pairing", "tau", "lr", "batch", "seed")}
+        "conv_depth", "padding", "hidden", "layers", "wiring", "tau", "lr", "batch", "seed")}
     res = {"script": "benchmarks/logic_training.py",
            "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
            "cpu": cpu_model(), "cpu_count": os.cpu_count(),

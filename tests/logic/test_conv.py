@@ -153,7 +153,7 @@ def mnist_images(data_dir):
     {"conv_stride": 2, "conv_blocks": 1, "kernels": 3},
     {"padding": 0, "conv_depth": 2},
     {"thresholds": (60, 180), "conv_groups": 2, "kernels": 4},
-    {"receptive": 2, "conv_depth": 1, "pairing": "random", "classes": (3, 5, 8), "hidden": 30},
+    {"receptive": 2, "conv_depth": 1, "wiring": "random", "classes": (3, 5, 8), "hidden": 30},
 ])
 @pytest.mark.parametrize("engine", ENGINES)
 def test_circuit_equals_the_discrete_model_on_mnist(mnist_images, kw, engine):
@@ -202,8 +202,8 @@ def test_bad_layer_configs():
         LogicConv2d(1, 4, receptive=3, padding=3)
     with pytest.raises(ConfigError, match="depth must be an integer ≥ 1"):
         LogicConv2d(1, 4, depth=0)
-    with pytest.raises(ConfigError, match="pairing"):
-        LogicConv2d(1, 4, pairing="zigzag")
+    with pytest.raises(ConfigError, match="wiring must be one of random, unique"):
+        LogicConv2d(1, 4, wiring="zigzag")
     with pytest.raises(ConfigError, match="smaller than its receptive field"):
         LogicConv2d(1, 4, receptive=5, padding=0)(torch.rand(2, 1, 4, 4))
     with pytest.raises(KairoError, match=r"expects input \(n_samples, 2, H, W\)"):
@@ -236,7 +236,7 @@ def test_bad_model_configs_name_the_fields():
 
 def test_arch_holds_the_architecture_and_not_the_engine():
     dense = LogicTrainConfig()
-    assert set(dense.arch()) == {"n_classes", "thresholds", "hidden", "layers", "pairing",
+    assert set(dense.arch()) == {"n_classes", "thresholds", "hidden", "layers", "wiring",
                                  "seed", "kernels", *CONV_FIELDS}
     conv = _conv_cfg(receptive=5, padding=2)
     assert conv.arch()["receptive"] == 5 and conv.arch()["kernels"] == 4

@@ -55,7 +55,7 @@ def _assert_same(make, x0, **kw):
 def test_dense_fused_equals_torch(n_in, n_out, pairing, threading_mode):
     torch.manual_seed(0)
     x0 = torch.rand(37, n_in)
-    make = lambda be: LogicDense(n_in, n_out, pairing=pairing, seed=2, engine=be)  # noqa: E731
+    make = lambda be: LogicDense(n_in, n_out, wiring=pairing, seed=2, engine=be)  # noqa: E731
     _assert_same(make, x0)
     _assert_same(make, (x0 > 0.5).float(), train=False)      # discrete gates on bits
 

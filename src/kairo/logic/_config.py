@@ -12,10 +12,11 @@ from kairo._app import check_fields, option
 from kairo._errors import ConfigError
 
 __all__ = ["LogicTrainConfig", "ExportConfig", "VerifyConfig", "FpgaConfig", "BenchConfig",
-           "PAIRINGS", "GATE_MODES", "ENGINES", "EXPORT_FORMATS", "BACKENDS", "SIMULATORS",
+           "PAIRINGS", "WIRINGS", "GATE_MODES", "ENGINES", "EXPORT_FORMATS", "BACKENDS", "SIMULATORS",
            "FPGA_TARGETS", "C_WIDTHS", "IMAGE_SIZE", "CONV_FIELDS"]
 
-PAIRINGS = ("random", "unique")
+PAIRINGS = ("random", "unique")              # fixed wirings
+WIRINGS = (*PAIRINGS, "learned")
 GATE_MODES = ("soft", "gumbel", "hard")
 ENGINES = ("auto", "torch", "fused")          # how the torch layers compute (see _layers)
 EXPORT_FORMATS = ("json", "c", "verilog")
@@ -63,8 +64,12 @@ class LogicTrainConfig:
                               "thresholds and kernels)", low=1)
     hidden: int = option(1000, "logic neurons per dense layer", low=1)
     layers: int = option(2, "dense logic layers (the last feeds the class vote)", low=1)
-    pairing: str = option("unique", "wiring of the gates' two inputs: unique (every input used "
-                          "before any twice) or random", choices=PAIRINGS)
+    wiring: str = option("unique", "which inputs each gate reads: unique (every input used "
+                         "before any twice) or random, fixed at the start; or learned: each "
+                         "dense gate input learns which of --candidates sources to read "
+                         "(convolutional layers keep unique wiring)", choices=WIRINGS)
+    candidates: int = option(8, "sources each gate input chooses among with --wiring learned",
+                             low=2)
     residual_init: float = option(0.0, "> 0: the pass-through gate's logit starts at this "
                                   "value (deep stacks start as identity); 0: N(0, 1) logits",
                                   low=0)
@@ -176,7 +181,8 @@ class LogicTrainConfig:
     def arch(self) -> dict:
         """What a checkpoint must match to be loaded into this model."""
         return {"n_classes": len(self.classes), "thresholds": list(self.thresholds),
-                "hidden": self.hidden, "layers": self.layers, "pairing": self.pairing,
+                "hidden": self.hidden, "layers": self.layers, "wiring": self.wiring,
+                **({"candidates": self.candidates} if self.wiring == "learned" else {}),
                 "seed": self.seed, "kernels": self.kernels,
                 **{k: getattr(self, k) for k in CONV_FIELDS}}
 

@@ -43,7 +43,7 @@ import numpy as np
 import torch
 from numba import njit
 
-__all__ = ["dense", "conv", "pool", "dense_users", "set_num_threads", "training_threads"]
+__all__ = ["dense", "dense_learned", "conv", "pool", "dense_users", "set_num_threads", "training_threads"]
 
 _JIT = {"fastmath": False, "cache": True, "nogil": True}
 _INL = {**_JIT, "inline": "always"}
@@ -132,6 +132,76 @@ def _dense_bwd_x(part, lo, hi, x, ia, ib, c, g, ptr, users, gx):
             cab, gi = c[i, 3], g[i]
             for t in range(n):
                 row[t] += gi[t] * (cj + cab * other[t])
+
+
+@njit(**_INL)
+def _mix(x, cand, p, out):
+    """out = Σ_k p[k]·x[cand[k]]: a gate input's relaxed choice among its candidates (a
+    candidate of weight 0 — a hard or Gumbel one-hot — is not read)."""
+    out[:] = 0
+    for k in range(cand.shape[0]):
+        pk = p[k]
+        if pk != 0.0:
+            row = x[cand[k]]
+            for t in range(out.shape[0]):
+                out[t] += pk * row[t]
+
+
+@njit(**_JIT)
+def _learned_fwd(part, lo, hi, x, ca, cb, pa, pb, c, a, b, y):
+    for i in range(lo, hi):
+        _mix(x, ca[i], pa[i], a[i])
+        _mix(x, cb[i], pb[i], b[i])
+        _gate(a[i], b[i], c[i], y[i])
+
+
+@njit(**_JIT)
+def _learned_bwd(part, lo, hi, x, ca, cb, a, b, c, g, ga, gb, dc, dpa, dpb):
+    """Per gate: ∂L/∂(mixed a, b) into ga, gb; ∂L/∂c and ∂L/∂p (Σ_t ∂L/∂a·x[candidate])
+    summed in float64."""
+    n = g.shape[1]
+    for i in range(lo, hi):
+        ai, bi, gi = a[i], b[i], g[i]
+        ca_, cb_, cab = c[i, 1], c[i, 2], c[i, 3]
+        s0 = s1 = s2 = s3 = 0.0
+        for t in range(n):
+            ga[i, t] = gi[t] * (ca_ + cab * bi[t])
+            gb[i, t] = gi[t] * (cb_ + cab * ai[t])
+            s0 += gi[t]
+            s1 += gi[t] * ai[t]
+            s2 += gi[t] * bi[t]
+            s3 += gi[t] * (ai[t] * bi[t])
+        dc[i, 0], dc[i, 1], dc[i, 2], dc[i, 3] = s0, s1, s2, s3
+        for k in range(ca.shape[1]):
+            row, acc = x[ca[i, k]], 0.0
+            for t in range(n):
+                acc += ga[i, t] * row[t]
+            dpa[i, k] = acc
+        for k in range(cb.shape[1]):
+            row, acc = x[cb[i, k]], 0.0
+            for t in range(n):
+                acc += gb[i, t] * row[t]
+            dpb[i, k] = acc
+
+
+@njit(**_JIT)
+def _learned_bwd_x(part, lo, hi, pa, pb, ga, gb, ptr, users, gx):
+    """∂L/∂x[j] = Σ over the candidate slots naming input j of p·∂L/∂(mixed input); ``users``
+    codes slot (gate·K + k) as 2·slot (+1 for input b); pa, pb are flat (n_out·K)."""
+    k = pa.shape[0] // ga.shape[0]
+    n = gx.shape[1]
+    for j in range(lo, hi):
+        row = gx[j]
+        row[:] = 0
+        for u in range(ptr[j], ptr[j + 1]):
+            slot = users[u] >> 1
+            if users[u] & 1:
+                p, gi = pb[slot], gb[slot // k]
+            else:
+                p, gi = pa[slot], ga[slot // k]
+            if p != 0.0:
+                for t in range(n):
+                    row[t] += p * gi[t]
 
 
 @njit(**_INL)
@@ -429,6 +499,52 @@ def dense(xt: torch.Tensor, c: torch.Tensor, ia: torch.Tensor, ib: torch.Tensor,
     ``users`` is ``dense_users(ia, ib, n_in)``, which the caller keeps with the wiring.
     """
     return _Dense.apply(xt.contiguous(), c.contiguous(), ia, ib, users)
+
+
+class _DenseLearned(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, xt, c, ca, cb, pa, pb, users):
+        # xt: (n_in, n), ca/cb/pa/pb: (n_out, K) → (n_out, n); the mixed inputs are kept
+        n_out, n = ca.shape[0], xt.shape[1]
+        y = torch.empty(n_out, n, dtype=xt.dtype)
+        a, b = torch.empty_like(y), torch.empty_like(y)
+        _parallel(_learned_fwd, _parts(n_out, y.numel() * (ca.shape[1] + 1)), _np(xt),
+                  ca.numpy(), cb.numpy(), _np(pa), _np(pb), _np(c), a.numpy(), b.numpy(),
+                  y.numpy())
+        ctx.save_for_backward(xt, c, ca, cb, pa, pb, a, b)
+        ctx.users = users
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        xt, c, ca, cb, pa, pb, a, b = ctx.saved_tensors
+        g = g.contiguous()
+        gn = _np(g)
+        ga, gb = np.empty_like(gn), np.empty_like(gn)
+        dc = np.empty((ca.shape[0], 4), dtype=np.float64)
+        dpa = np.empty(ca.shape, dtype=np.float64)
+        dpb = np.empty(cb.shape, dtype=np.float64)
+        _parallel(_learned_bwd, _parts(ca.shape[0], gn.size * (ca.shape[1] + 2)), _np(xt),
+                  ca.numpy(), cb.numpy(), _np(a), _np(b), _np(c), gn, ga, gb, dc, dpa, dpb)
+        gx = None
+        if ctx.needs_input_grad[0]:
+            ptr, users = ctx.users
+            gx = torch.empty_like(xt)
+            _parallel(_learned_bwd_x, _parts(xt.shape[0], 2 * gn.size * ca.shape[1]),
+                      _np(pa).reshape(-1), _np(pb).reshape(-1), ga, gb, ptr, users, gx.numpy())
+        return (gx, torch.from_numpy(dc).to(c.dtype), None, None,
+                torch.from_numpy(dpa).to(pa.dtype), torch.from_numpy(dpb).to(pb.dtype), None)
+
+
+def dense_learned(xt: torch.Tensor, c: torch.Tensor, ca: torch.Tensor, cb: torch.Tensor,
+                  pa: torch.Tensor, pb: torch.Tensor,
+                  users: tuple[np.ndarray, np.ndarray]) -> torch.Tensor:
+    """Dense gate layer with learned wiring, neuron-major: xt (n_in, n_samples), c (n_out, 4),
+    candidates ca, cb (n_out, K) and their weights pa, pb (n_out, K) → (n_out, n_samples);
+    gate i reads a = Σ_k pa[i,k]·xt[ca[i,k]] (likewise b). ``users`` is
+    ``dense_users(ca.reshape(-1), cb.reshape(-1), n_in)``."""
+    return _DenseLearned.apply(xt.contiguous(), c.contiguous(), ca.contiguous(),
+                               cb.contiguous(), pa.contiguous(), pb.contiguous(), users)
 
 
 class _Conv(torch.autograd.Function):

@@ -29,10 +29,11 @@ import torch
 from torch import nn
 
 from kairo._errors import ConfigError, KairoError
-from kairo.logic._config import ENGINES, GATE_MODES, PAIRINGS
+from kairo.logic._config import ENGINES, GATE_MODES, PAIRINGS, WIRINGS
 from kairo.logic._gates import COEFFS, N_GATES, PASS_A
 
 __all__ = ["LogicDense", "LogicConv2d", "OrPooling2d", "GroupSum", "Binarize", "pairings",
+           "candidate_sets",
            "conv_out_size", "fused_available", "fused_threads"]
 
 _KERNELS: list = []                             # [module or None], filled on first use
@@ -98,6 +99,19 @@ def _init_weight(shape: tuple, residual_init: float, rng: np.random.Generator) -
     return nn.Parameter(w)
 
 
+def _relaxed(w: torch.Tensor, mode: str, temperature: float, tau: float) -> torch.Tensor:
+    """A relaxed one-hot over the last axis of logits ``w``: softmax ("soft"), a
+    straight-through Gumbel sample ("gumbel") or the straight-through argmax ("hard")."""
+    t = w if temperature == 1.0 else w / temperature
+    if mode == "gumbel":
+        return nn.functional.gumbel_softmax(t, tau=tau, hard=True)
+    soft = torch.softmax(t, dim=-1)
+    if mode == "hard":                  # the discrete forward, softmax gradients back
+        hard = nn.functional.one_hot(w.argmax(-1), w.shape[-1]).to(soft.dtype)
+        return hard + soft - soft.detach()
+    return soft
+
+
 class _GateLayer(nn.Module):
     """What dense and convolutional gate layers share: logits → mixture, modes, ops."""
 
@@ -117,14 +131,7 @@ class _GateLayer(nn.Module):
         if not self.training or fixed:
             return nn.functional.one_hot(self.weight.argmax(-1), N_GATES).to(self.weight.dtype)
         mode = _check_mode(mode) if mode is not None else self.mode
-        w = self.weight if temperature == 1.0 else self.weight / temperature
-        if mode == "gumbel":
-            return nn.functional.gumbel_softmax(w, tau=self.tau, hard=True)
-        soft = torch.softmax(w, dim=-1)
-        if mode == "hard":              # the discrete circuit forward, softmax gradients back
-            hard = nn.functional.one_hot(self.weight.argmax(-1), N_GATES).to(soft.dtype)
-            return hard + soft - soft.detach()
-        return soft
+        return _relaxed(self.weight, mode, temperature, self.tau)
 
     def gate_coeffs(self, dtype: torch.dtype, **gates) -> torch.Tensor:
         """(..., 4): the affine coefficients (c₀, c_a, c_b, c_ab) of every gate
@@ -163,14 +170,43 @@ def pairings(n_in: int, n_out: int, kind: str, rng: np.random.Generator
     return a.astype(np.int64), b.astype(np.int64)
 
 
+def candidate_sets(n_in: int, n_out: int, k: int, rng: np.random.Generator) -> np.ndarray:
+    """(2, n_out, k) candidate sources of each gate input for learned wiring: dealt from
+    shuffled decks of the ``n_in`` inputs, so every input is some input's candidate before any
+    is twice (all of them when 2·n_out·k ≥ n_in), with no source twice in one set when
+    k ≤ n_in."""
+    if n_in < 1 or n_out < 1 or k < 1:
+        raise ConfigError(f"learned wiring needs layer sizes and candidates ≥ 1, got in={n_in}, "
+                          f"out={n_out}, candidates={k}")
+    k_eff = min(k, n_in)
+    reps = -(-2 * n_out * k_eff // n_in)
+    deck = np.concatenate([rng.permutation(n_in) for _ in range(reps)])[:2 * n_out * k_eff]
+    cand = deck.reshape(2 * n_out, k_eff)
+    # a set holding a source twice (a deck boundary inside it) draws its repeats again
+    for r in np.flatnonzero([len(set(row)) < k_eff for row in cand]):
+        row = cand[r]
+        keep = np.unique(row, return_index=True)[1]
+        free = np.setdiff1d(np.arange(n_in), row)
+        extra = rng.choice(free, k_eff - keep.size, replace=False)
+        cand[r] = np.concatenate([row[np.sort(keep)], extra])
+    if k_eff < k:                          # fewer inputs than candidates: some sets repeat
+        cand = np.concatenate([cand, cand[:, rng.integers(0, k_eff, k - k_eff)]], axis=1)
+    return cand.reshape(2, n_out, k).astype(np.int64)
+
+
 class LogicDense(_GateLayer):
-    """``n_out`` logic neurons, each reading two of ``n_in`` inputs (fixed at construction).
+    """``n_out`` logic neurons, each reading two of ``n_in`` inputs.
 
     Input (n_samples, n_in) in [0, 1] → output (n_samples, n_out).
 
     Parameters
     ----------
-    pairing : "random" or "unique" (see :func:`pairings`)
+    wiring : "random" or "unique" (inputs fixed at construction, see :func:`pairings`), or
+        "learned": each input of each gate holds logits over ``candidates`` sources
+        (:func:`candidate_sets`) and reads their relaxed mixture in training (softmax, or a
+        Gumbel/argmax straight-through one-hot as ``mode`` says), its argmax source in eval
+        mode or when ``fixed`` — the circuit's wiring (:meth:`sources`).
+    candidates : sources per gate input with learned wiring
     residual_init : float
         If > 0, the logit of the pass-through gate A starts at this value and the others at 0
         (the convolutional paper's residual initialization: deep stacks start as identity).
@@ -184,35 +220,88 @@ class LogicDense(_GateLayer):
     ``forward(x, temperature=1.0, fixed=False, mode=None)``: see the module docstring.
     """
 
-    def __init__(self, n_in: int, n_out: int, *, pairing: str = "unique",
+    def __init__(self, n_in: int, n_out: int, *, wiring: str = "unique", candidates: int = 8,
                  residual_init: float = 0.0, mode: str = "soft", tau: float = 1.0,
                  seed: int | np.random.Generator = 0, engine: str = "auto"):
         super().__init__()
         self._setup(mode, tau, engine)
+        if wiring not in WIRINGS:
+            raise ConfigError(f"wiring must be one of {', '.join(WIRINGS)}; got {wiring!r}")
+        if isinstance(candidates, bool) or not isinstance(candidates, (int, np.integer)) \
+                or candidates < 1:
+            raise ConfigError(f"candidates must be an integer ≥ 1, got {candidates!r}")
         rng = np.random.default_rng(seed)
-        a, b = pairings(n_in, n_out, pairing, rng)
-        self.n_in, self.n_out = n_in, n_out
-        self.register_buffer("ia", torch.from_numpy(a))
-        self.register_buffer("ib", torch.from_numpy(b))
+        self.n_in, self.n_out, self.wiring = n_in, n_out, wiring
+        if wiring == "learned":
+            cand = torch.from_numpy(candidate_sets(n_in, n_out, int(candidates), rng))
+            self.register_buffer("ca", cand[0].contiguous())
+            self.register_buffer("cb", cand[1].contiguous())
+            # equal logits: every candidate starts as likely; the gradient breaks the tie
+            self.wire_a = nn.Parameter(torch.zeros(n_out, int(candidates)))
+            self.wire_b = nn.Parameter(torch.zeros(n_out, int(candidates)))
+        else:
+            a, b = pairings(n_in, n_out, wiring, rng)
+            self.register_buffer("ia", torch.from_numpy(a))
+            self.register_buffer("ib", torch.from_numpy(b))
         self.weight = _init_weight((n_out,), residual_init, rng)
         self._users: tuple = ((), None)         # (wiring key, CSR) for the fused backward
 
+    @property
+    def learned(self) -> bool:
+        return self.wiring == "learned"
+
     def extra_repr(self) -> str:
-        return f"{self.n_in} → {self.n_out}, mode={self.mode}, engine={self.engine}"
+        k = f", candidates={self.ca.shape[1]}" if self.learned else ""
+        return (f"{self.n_in} → {self.n_out}, wiring={self.wiring}{k}, mode={self.mode}, "
+                f"engine={self.engine}")
+
+    def sources(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(ia, ib): the input each gate reads as its a and b in the circuit (for learned
+        wiring the most likely candidate of each)."""
+        if not self.learned:
+            return self.ia, self.ib
+        pick = lambda cand, w: cand.gather(1, w.detach().argmax(1, keepdim=True))[:, 0]  # noqa: E731
+        return pick(self.ca, self.wire_a), pick(self.cb, self.wire_b)
+
+    def wire_probs(self, *, temperature: float = 1.0, mode: str | None = None
+                   ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(n_out, candidates) × 2: the relaxed choice of each gate input among its
+        candidates in training (learned wiring only)."""
+        mode = _check_mode(mode) if mode is not None else self.mode
+        return tuple(_relaxed(w, mode, temperature, self.tau) for w in (self.wire_a,
+                                                                        self.wire_b))
+
+    def _csr(self, kernels, ia: torch.Tensor, ib: torch.Tensor):
+        # rebuilt when the wiring changes (load_state_dict, .to()): versions and storage
+        key = (ia._version, ib._version, ia.data_ptr(), ib.data_ptr())
+        if self._users[0] != key:
+            self._users = (key, kernels.dense_users(ia.reshape(-1), ib.reshape(-1),
+                                                    self.n_in))
+        return self._users[1]
 
     def forward(self, x: torch.Tensor, *, temperature: float = 1.0, fixed: bool = False,
                 mode: str | None = None) -> torch.Tensor:
         c = self.gate_coeffs(x.dtype, temperature=temperature, fixed=fixed,
                              mode=mode)                             # (n_out, 4)
-        if _use_fused(self.engine, x):
+        fused = _use_fused(self.engine, x)
+        if self.learned and self.training and not fixed:
+            pa, pb = (p.to(x.dtype) for p in self.wire_probs(temperature=temperature,
+                                                             mode=mode))
+            if fused:
+                kernels = _load_kernels()
+                users = self._csr(kernels, self.ca, self.cb)
+                return kernels.dense_learned(x.t(), c, self.ca, self.cb, pa, pb, users).t()
+            a = (x[:, self.ca] * pa).sum(-1)                        # (n_samples, n_out)
+            b = (x[:, self.cb] * pb).sum(-1)
+            return c[:, 0] + c[:, 1] * a + c[:, 2] * b + c[:, 3] * (a * b)
+        ia, ib = self.sources()
+        if fused:
             kernels = _load_kernels()
-            # rebuilt when the wiring changes (load_state_dict, .to()): versions and storage
-            key = (self.ia._version, self.ib._version, self.ia.data_ptr(), self.ib.data_ptr())
-            if self._users[0] != key:
-                self._users = (key, kernels.dense_users(self.ia, self.ib, self.n_in))
+            users = (self._csr(kernels, self.ia, self.ib) if not self.learned
+                     else kernels.dense_users(ia, ib, self.n_in))
             # neuron-major inside: x.t() of the previous fused layer's output is contiguous
-            return kernels.dense(x.t(), c, self.ia, self.ib, self._users[1]).t()
-        a, b = x[:, self.ia], x[:, self.ib]                         # (n_samples, n_out)
+            return kernels.dense(x.t(), c, ia, ib, users).t()
+        a, b = x[:, ia], x[:, ib]                                   # (n_samples, n_out)
         return c[:, 0] + c[:, 1] * a + c[:, 2] * b + c[:, 3] * (a * b)
 
 
@@ -251,7 +340,7 @@ class LogicConv2d(_GateLayer):
     uniform). A leaf never reads one bit twice when the window offers another.
 
     groups must divide in_channels and out_channels: kernel k of group g reads only the
-    channels of group g (a grouped convolution). ``pairing``, ``residual_init``, ``mode``,
+    channels of group g (a grouped convolution). ``wiring`` (random or unique), ``residual_init``, ``mode``,
     ``tau``, ``seed``, ``engine`` and the forward arguments as for :class:`LogicDense`; the
     torch path gathers (n_samples, K, 2^(depth−1), H'·W') values per leaf input, the fused
     one streams rows.
@@ -259,7 +348,7 @@ class LogicConv2d(_GateLayer):
 
     def __init__(self, in_channels: int, out_channels: int, *, receptive: int = 3,
                  depth: int = 3, stride: int = 1, padding: int = 1, groups: int = 1,
-                 pairing: str = "unique", residual_init: float = 0.0, mode: str = "soft",
+                 wiring: str = "unique", residual_init: float = 0.0, mode: str = "soft",
                  tau: float = 1.0, seed: int | np.random.Generator = 0,
                  engine: str = "auto"):
         super().__init__()
@@ -280,8 +369,11 @@ class LogicConv2d(_GateLayer):
         if in_channels % groups or out_channels % groups:
             raise ConfigError(f"LogicConv2d groups={groups} must divide in_channels="
                               f"{in_channels} and out_channels={out_channels}")
-        if pairing not in PAIRINGS:
-            raise ConfigError(f"pairing must be one of {', '.join(PAIRINGS)}; got {pairing!r}")
+        if wiring == "learned":
+            raise ConfigError("wiring: learned wiring is available in dense layers only; a "
+                              "convolutional layer's wiring is random or unique")
+        if wiring not in PAIRINGS:
+            raise ConfigError(f"wiring must be one of {', '.join(PAIRINGS)}; got {wiring!r}")
         self.in_channels, self.out_channels = in_channels, out_channels
         self.receptive, self.depth, self.stride = receptive, depth, stride
         self.padding, self.groups = padding, groups
@@ -291,14 +383,14 @@ class LogicConv2d(_GateLayer):
         chans = np.zeros((out_channels, 2), dtype=np.int64)
         pos = np.zeros((out_channels, n_slots), dtype=np.int64)   # slot 2j: leaf j's a
         for g in range(groups):
-            ca, cb = pairings(n_ch, n_k, pairing, rng)
+            ca, cb = pairings(n_ch, n_k, wiring, rng)
             chans[g * n_k:(g + 1) * n_k] = np.stack([ca, cb], 1) + g * n_ch
         for k in range(out_channels):
             if chans[k, 0] == chans[k, 1]:       # one channel: the whole tree shares a deck
-                pos[k] = _deal_positions(n_slots, n_pos, pairing, rng)
+                pos[k] = _deal_positions(n_slots, n_pos, wiring, rng)
             else:
-                pos[k, 0::2] = _deal_positions(n_slots // 2, n_pos, pairing, rng)
-                pos[k, 1::2] = _deal_positions(n_slots // 2, n_pos, pairing, rng)
+                pos[k, 0::2] = _deal_positions(n_slots // 2, n_pos, wiring, rng)
+                pos[k, 1::2] = _deal_positions(n_slots // 2, n_pos, wiring, rng)
             if chans[k, 0] == chans[k, 1] and n_pos > 1:
                 same = np.flatnonzero(pos[k, 0::2] == pos[k, 1::2])
                 while same.size:

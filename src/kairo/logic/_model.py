@@ -55,7 +55,8 @@ class LogicNet(nn.Module):
                 c_out = cfg.kernels * cfg.conv_growth ** i
                 conv = LogicConv2d(c_in, c_out, receptive=cfg.receptive, depth=cfg.conv_depth,
                                    stride=cfg.conv_stride, padding=cfg.padding,
-                                   groups=cfg.conv_groups, pairing=cfg.pairing,
+                                   groups=cfg.conv_groups,
+                                   wiring="unique" if cfg.wiring == "learned" else cfg.wiring,
                                    residual_init=cfg.residual_init, mode=cfg.gate_mode,
                                    tau=cfg.gumbel_tau, seed=rng, engine=cfg.engine)
                 blocks += [conv, OrPooling2d(2, 2, engine=cfg.engine)]
@@ -68,7 +69,8 @@ class LogicNet(nn.Module):
         self.features = nn.Sequential(*blocks)
         sizes = [n_flat] + [cfg.hidden] * cfg.layers
         self.logic = nn.Sequential(*[
-            LogicDense(i, o, pairing=cfg.pairing, residual_init=cfg.residual_init,
+            LogicDense(i, o, wiring=cfg.wiring, candidates=cfg.candidates,
+                       residual_init=cfg.residual_init,
                        mode=cfg.gate_mode, tau=cfg.gumbel_tau, seed=rng, engine=cfg.engine)
             for i, o in zip(sizes[:-1], sizes[1:])])
         self.head = GroupSum(len(cfg.classes), cfg.tau)
@@ -271,7 +273,8 @@ def to_circuit(model: LogicNet, meta: dict | None = None) -> Circuit:
                 raise KairoError(f"to_circuit: no circuit for layer {type(layer).__name__}")
         nodes = nodes.reshape(-1)                    # channel-major, as torch's flatten
     for layer in model.logic:
-        nodes = net.add(layer.ops(), nodes[layer.ia.numpy()], nodes[layer.ib.numpy()])
+        ia, ib = layer.sources()
+        nodes = net.add(layer.ops(), nodes[ia.numpy()], nodes[ib.numpy()])
     return net.circuit(nodes, model.head.k,
                        {"thresholds": model.binarize.t.numpy().astype(int).tolist(),
                         "n_pixels": model.n_pixels, "image_shape": list(model.image_shape),
