@@ -40,6 +40,9 @@ def test_train_writes_a_verified_circuit(trained):
     assert [(r["layer"], r["gates"], r["copies"]) for r in m["layers"]] == \
         [("logic.0", 100, 1), ("logic.1", 100, 1)]
     assert sum(r["gates"] - r["wires"] for r in m["layers"]) >= m["gates_after"]
+    # the vote of two classes of 50 outputs: two 50-bit popcounts and one 6-bit comparison
+    assert m["vote_gates"]["argmax"] == 1 + 4 * 5
+    assert m["vote_gates"]["total"] == m["vote_gates"]["popcount"] + 21
     c = Circuit.load(trained / "circuit.json")
     assert c.meta["classes"] == [0, 1] and c.n_classes == 2
     for f in ("config.yaml", "run.json", "history.csv", "model.pt", "circuit_raw.json"):

@@ -14,6 +14,7 @@ from kairo.logic._config import (BenchConfig, ExportConfig, FpgaConfig, LogicTra
 from kairo.logic._gates import COEFFS, GATE_NAMES, N_GATES, TRUTH
 from kairo.logic._data import circuit_images
 from kairo.logic._simplify import simplify
+from kairo.logic._votes import vote_circuit, vote_gates
 from kairo.logic.backends import (compile_c, find_simulator, run_portable_c, simulate_verilog,
                                   write_c, write_verilog)
 
@@ -30,7 +31,7 @@ _LAZY = {
 }
 
 __all__ = ["Circuit", "circuit_images", "pack_bits", "unpack_bits", "COEFFS", "GATE_NAMES",
-           "N_GATES", "TRUTH", "simplify", "compile_c", "find_simulator", "run_portable_c",
+           "N_GATES", "TRUTH", "simplify", "vote_circuit", "vote_gates", "compile_c", "find_simulator", "run_portable_c",
            "simulate_verilog", "write_c", "write_verilog", "LogicTrainConfig", "ExportConfig", "VerifyConfig", "FpgaConfig",
            "BenchConfig", *_LAZY]
 

@@ -66,7 +66,7 @@ def _train(cfg: LogicTrainConfig, rd) -> str:
     import pandas as pd
 
     from kairo.logic import (describe_branch, fused_available, layer_report, load_data,
-                             predict, simplify, snapshot_path, to_circuit, train)
+                             predict, simplify, snapshot_path, to_circuit, train, vote_gates)
 
     engine = cfg.engine if cfg.engine != "auto" else (
         "fused" if fused_available() else "torch")
@@ -89,7 +89,8 @@ def _train(cfg: LogicTrainConfig, rd) -> str:
                "test_accuracy_circuit": float((pred_circ == yt).mean()),
                "circuit_matches_model": bool(np.array_equal(pred_circ, pred_model)),
                "n_test": int(len(yt)), "gates_before": raw.n_gates,
-               "gates_after": circ.n_gates, "depth_before": report["before"]["depth"],
+               "gates_after": circ.n_gates, "vote_gates": vote_gates(circ),
+               "depth_before": report["before"]["depth"],
                "depth_after": report["after"]["depth"], "simplify": report,
                "history": res["history"], "train_seconds": res["seconds"],
                "iters_per_s": res["iters_per_s"], "resumed_from": res["resumed_from"],
@@ -118,7 +119,9 @@ def _train(cfg: LogicTrainConfig, rd) -> str:
             + (f"; weights of iteration {kept}, the best discrete validation" if kept else "")
             + ")\n" + branch_line +
             f"gates {raw.n_gates} → {circ.n_gates} after simplification, depth "
-            f"{report['before']['depth']} → {report['after']['depth']}\n"
+            f"{report['before']['depth']} → {report['after']['depth']}; the class vote "
+            f"{metrics['vote_gates']['total']} gates more (popcounts "
+            f"{metrics['vote_gates']['popcount']}, argmax {metrics['vote_gates']['argmax']})\n"
             f"training {res['seconds']:.1f} s ({res['iters_per_s']:.1f} it/s, "
             f"{engine} engine)")
 
