@@ -49,12 +49,10 @@ def test_window_mean_known_values():
     assert _window_mean(x, mask, 1) == (x, mask)
 
 
-@pytest.mark.parametrize("stem_blocks, token_blocks", [(2, 0), (1, 2)])
-def test_conv_tokens_padding_equals_truncation_and_ignores_padding_values(stem_blocks,
-                                                                          token_blocks):
+def test_conv_tokens_padding_equals_truncation_and_ignores_padding_values():
     torch.manual_seed(1)
     cfg = ModelConfig(tokens="conv", max_tokens=8, positional="rope", d_model=16, n_heads=4,
-                      blocks=1, stem_blocks=stem_blocks, token_blocks=token_blocks)
+                      blocks=1, stem_blocks=2)
     model = build_classifier(cfg, 2, 3, max_len=40).eval()          # windows of 5 steps
     x = torch.randn(3, 2, 40)
     mask = _mask([40, 23, 6], 40)
@@ -66,11 +64,10 @@ def test_conv_tokens_padding_equals_truncation_and_ignores_padding_values(stem_b
     torch.testing.assert_close(model(x[2:, :, :6]), full[2:], atol=1e-4, rtol=0)
 
 
-@pytest.mark.parametrize("token_blocks", [0, 1])
-def test_conv_tokens_train_and_every_parameter_gets_a_gradient(token_blocks):
+def test_conv_tokens_train_and_every_parameter_gets_a_gradient():
     torch.manual_seed(2)
     cfg = ModelConfig(tokens="conv", max_tokens=6, d_model=16, n_heads=4, blocks=1,
-                      pool="mha", pool_heads=2, token_blocks=token_blocks)
+                      pool="mha", pool_heads=2)
     model = build_classifier(cfg, 1, 2, max_len=30).train()
     loss = torch.nn.functional.cross_entropy(model(torch.randn(4, 1, 30), _mask([30, 30, 20, 9], 30)),
                                              torch.tensor([0, 1, 0, 1]))
@@ -85,10 +82,6 @@ def test_conv_tokens_config_errors():
         ModelConfig(tokens="conv", stem_blocks=0)
     with pytest.raises(ConfigError, match="max_tokens"):
         ModelConfig(tokens="conv", max_tokens=0)
-    with pytest.raises(ConfigError, match="token_blocks: only conv tokens"):
-        ModelConfig(tokens="patch", token_blocks=1)
-    with pytest.raises(ConfigError, match="token_blocks"):
-        ModelConfig(tokens="conv", token_blocks=-1)
     with pytest.raises(ConfigError, match="tokens: expected one of step, patch, conv"):
         ModelConfig(tokens="frames")
 

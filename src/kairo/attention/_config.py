@@ -92,10 +92,6 @@ class ModelOptions:
     patch: int = option(16, "steps per token with --tokens patch", low=1)
     stem_blocks: int = option(1, "--tokens conv: residual convolution blocks of width d_model "
                               "(kernels --kernel-sizes) before attention", low=1)
-    token_blocks: int = option(0, "--tokens conv: residual convolution blocks run on the "
-                               "window-averaged tokens, after the stem and before attention "
-                               "(a wider view at a fraction of a full-resolution block's cost "
-                               "on long series)", low=0)
     max_tokens: int = option(64, "--tokens conv: the most tokens attention sees; the stem's "
                              "output is averaged over windows of ceil(length / max_tokens) "
                              "steps", low=1)
@@ -259,9 +255,6 @@ def _check_model(cfg, encoder: str, pool: str) -> None:
     if cfg.n_kv_heads and cfg.n_heads % cfg.n_kv_heads:
         raise ConfigError(f"n_kv_heads ({cfg.n_kv_heads}) must divide n_heads "
                           f"({cfg.n_heads}); 1 = MQA, 0 = MHA")
-    if cfg.token_blocks and cfg.tokens != "conv":
-        raise ConfigError(f"token_blocks: only conv tokens have token blocks (--tokens conv), "
-                          f"got tokens={cfg.tokens!r}")
     if cfg.positional == "sinusoidal" and cfg.d_model % 2:
         raise ConfigError(f"d_model must be even for sinusoidal positions, got {cfg.d_model}")
     if cfg.positional == "rope" and (cfg.d_model // cfg.n_heads) % 2:
@@ -319,7 +312,7 @@ class ModelConfig(ModelOptions, EncoderPool):
     """Architecture of a :class:`TSClassifier` (training options live in TrainConfig).
 
     ``blocks`` counts Transformer blocks or ResNet blocks. ``norm_position``, ``tokens``,
-    ``patch``, ``stem_blocks``, ``token_blocks``, ``max_tokens``, ``positional``, ``n_heads`` and ``n_kv_heads``
+    ``patch``, ``stem_blocks``, ``max_tokens``, ``positional``, ``n_heads`` and ``n_kv_heads``
     only matter for the Transformer encoder; ``kernel_sizes`` for the ResNet and the
     Transformer's conv tokens. ``pool_heads`` is used by the "mha" pool and
     by the "cls" pool's own block (ResNet only); ``pool_queries`` by "mha".

@@ -284,9 +284,7 @@ class TransformerEncoder(nn.Module):
     a patch is valid if any of its steps is. ``"conv"``: a convolutional stem, ``stem_blocks``
     residual blocks of width d (:class:`ResNet1D`, ``kernel_sizes``) at full resolution, whose
     outputs are averaged over windows of ceil(max_len / max_tokens) steps (valid steps only),
-    so attention sees at most ``max_tokens`` tokens that already carry local shape;
-    ``token_blocks`` more residual blocks then run on those tokens (the same kernels, so their
-    view spans kernel × window steps).
+    so attention sees at most ``max_tokens`` tokens that already carry local shape.
     ``positional="rope"`` rotates q/k inside attention; "sinusoidal"/"learned" are added to the
     tokens; "none" uses no positions. ``max_len`` is the
     longest series (in steps) the encoder accepts.
@@ -303,9 +301,8 @@ class TransformerEncoder(nn.Module):
                  n_kv_heads: int | None = None, layers: int = 2, mlp_ratio: float = 4,
                  dropout: float = 0.1, norm: str = "pre", tokens: str = "step", patch: int = 16,
                  positional: str = "sinusoidal", max_len: int = DEFAULT_MAX_LEN, *,
-                 stem_blocks: int = 1, token_blocks: int = 0,
-                 kernel_sizes: tuple[int, ...] = (8, 5, 3), max_tokens: int = 64, device=None,
-                 dtype=None):
+                 stem_blocks: int = 1, kernel_sizes: tuple[int, ...] = (8, 5, 3),
+                 max_tokens: int = 64, device=None, dtype=None):
         super().__init__()
         if tokens not in TOKENS:
             raise ConfigError(f"tokens must be one of {', '.join(TOKENS)}; got {tokens!r}")
@@ -319,9 +316,6 @@ class TransformerEncoder(nn.Module):
                               f"stem_blocks, max_tokens ≥ 1, got in_channels={in_channels}, "
                               f"layers={layers}, patch={patch}, max_len={max_len}, "
                               f"stem_blocks={stem_blocks}, max_tokens={max_tokens}")
-        if token_blocks < 0 or (token_blocks and tokens != "conv"):
-            raise ConfigError(f"token_blocks must be ≥ 0, and only conv tokens have them; got "
-                              f"token_blocks={token_blocks} with tokens={tokens!r}")
         fk = {"device": device, "dtype": dtype}
         self.in_channels, self.d_out, self.max_len = in_channels, d, max_len
         self.tokens = tokens
@@ -330,12 +324,10 @@ class TransformerEncoder(nn.Module):
             # not depend on how long the other series of its batch are
             self.patch = -(-max_len // max_tokens)
             self.stem = ResNet1D(in_channels, d, stem_blocks, kernel_sizes, widen=False, **fk)
-            self.token_stem = (ResNet1D(d, d, token_blocks, kernel_sizes, widen=False, **fk)
-                               if token_blocks else None)
             self.embed = None
         else:
             self.patch = patch if tokens == "patch" else 1
-            self.stem = self.token_stem = None
+            self.stem = None
             self.embed = nn.Linear(in_channels, d, **fk) if tokens == "step" else \
                 nn.Conv1d(in_channels, d, patch, stride=patch, **fk)
         self.steps_per_token = self.patch
@@ -359,8 +351,6 @@ class TransformerEncoder(nn.Module):
             x = x * mask[:, None, :].to(x.dtype)     # padding values never reach a token
         if self.stem is not None:
             tok, mask = _window_mean(*self.stem(x, mask), self.patch)               # [B,T/p,d]
-            if self.token_stem is not None:
-                tok, mask = self.token_stem(tok.transpose(1, 2), mask)
         elif self.patch == 1:
             tok = self.embed(x.transpose(1, 2))                                     # [B,T,d]
         else:

@@ -48,8 +48,8 @@ class TSClassifier(nn.Module):
                 n_channels, d=cfg.d_model, n_heads=cfg.n_heads, n_kv_heads=cfg.n_kv_heads or None,
                 layers=cfg.blocks, dropout=cfg.dropout, norm=cfg.norm_position, tokens=cfg.tokens,
                 patch=cfg.patch, positional=cfg.positional, max_len=max_len,
-                stem_blocks=cfg.stem_blocks, token_blocks=cfg.token_blocks,
-                kernel_sizes=cfg.kernel_sizes, max_tokens=cfg.max_tokens)
+                stem_blocks=cfg.stem_blocks, kernel_sizes=cfg.kernel_sizes,
+                max_tokens=cfg.max_tokens)
         d = self.encoder.d_out
         # on a Transformer the encoder's own attention mixes the CLS token
         self.prefix = cfg.pool == "cls" and cfg.encoder == "transformer"
