@@ -155,33 +155,46 @@ def _learned_fwd(part, lo, hi, x, ca, cb, pa, pb, c, a, b, y):
         _gate(a[i], b[i], c[i], y[i])
 
 
-@njit(**_JIT)
-def _learned_bwd(part, lo, hi, x, ca, cb, a, b, c, g, ga, gb, dc, dpa, dpb):
+# The learned-wiring backward is mostly dot products of length n_samples (∂L/∂p of every
+# candidate). A running sum is vectorized only when the compiler may reassociate it: without
+# that it was 5× slower. The summation order is then the compiler's (by vector width), so the
+# rounding of these gradients is the same on every run on a machine, not across CPU types.
+_REASSOC = {**_JIT, "fastmath": {"reassoc", "nsz"}}
+
+
+@njit(**_INL)
+def _dot(u, v, z):
+    """Σ u·v, accumulated in ``z``'s type (the data's dtype)."""
+    s = z
+    for t in range(u.shape[0]):
+        s += u[t] * v[t]
+    return float(s)
+
+
+@njit(**_REASSOC)
+def _learned_bwd(part, lo, hi, x, ca, cb, a, b, c, g, ga, gb, dc, dpa, dpb, ab, ones):
     """Per gate: ∂L/∂(mixed a, b) into ga, gb; ∂L/∂c and ∂L/∂p (Σ_t ∂L/∂a·x[candidate])
-    summed in float64."""
+    summed in the data's dtype, stored as float64 (``ab``: a scratch row per part, ``ones``: a
+    row of ones)."""
     n = g.shape[1]
+    z = ones[0] - ones[0]                   # zero of the data's dtype
     for i in range(lo, hi):
-        ai, bi, gi = a[i], b[i], g[i]
+        ai, bi, gi, gai, gbi, abi = a[i], b[i], g[i], ga[i], gb[i], ab[part]
         ca_, cb_, cab = c[i, 1], c[i, 2], c[i, 3]
-        s0 = s1 = s2 = s3 = 0.0
         for t in range(n):
-            ga[i, t] = gi[t] * (ca_ + cab * bi[t])
-            gb[i, t] = gi[t] * (cb_ + cab * ai[t])
-            s0 += gi[t]
-            s1 += gi[t] * ai[t]
-            s2 += gi[t] * bi[t]
-            s3 += gi[t] * (ai[t] * bi[t])
-        dc[i, 0], dc[i, 1], dc[i, 2], dc[i, 3] = s0, s1, s2, s3
+            gai[t] = gi[t] * (ca_ + cab * bi[t])
+        for t in range(n):
+            gbi[t] = gi[t] * (cb_ + cab * ai[t])
+        for t in range(n):
+            abi[t] = ai[t] * bi[t]
+        dc[i, 0] = _dot(gi, ones, z)
+        dc[i, 1] = _dot(gi, ai, z)
+        dc[i, 2] = _dot(gi, bi, z)
+        dc[i, 3] = _dot(gi, abi, z)
         for k in range(ca.shape[1]):
-            row, acc = x[ca[i, k]], 0.0
-            for t in range(n):
-                acc += ga[i, t] * row[t]
-            dpa[i, k] = acc
+            dpa[i, k] = _dot(gai, x[ca[i, k]], z)
         for k in range(cb.shape[1]):
-            row, acc = x[cb[i, k]], 0.0
-            for t in range(n):
-                acc += gb[i, t] * row[t]
-            dpb[i, k] = acc
+            dpb[i, k] = _dot(gbi, x[cb[i, k]], z)
 
 
 @njit(**_JIT)
@@ -524,8 +537,10 @@ class _DenseLearned(torch.autograd.Function):
         dc = np.empty((ca.shape[0], 4), dtype=np.float64)
         dpa = np.empty(ca.shape, dtype=np.float64)
         dpb = np.empty(cb.shape, dtype=np.float64)
-        _parallel(_learned_bwd, _parts(ca.shape[0], gn.size * (ca.shape[1] + 2)), _np(xt),
-                  ca.numpy(), cb.numpy(), _np(a), _np(b), _np(c), gn, ga, gb, dc, dpa, dpb)
+        edges = _parts(ca.shape[0], gn.size * (ca.shape[1] + 2))
+        scratch = np.empty((len(edges) - 1, gn.shape[1]), dtype=gn.dtype)
+        _parallel(_learned_bwd, edges, _np(xt), ca.numpy(), cb.numpy(), _np(a), _np(b), _np(c),
+                  gn, ga, gb, dc, dpa, dpb, scratch, np.ones(gn.shape[1], dtype=gn.dtype))
         gx = None
         if ctx.needs_input_grad[0]:
             ptr, users = ctx.users
