@@ -45,3 +45,18 @@ def test_vote_circuit_bad_arguments():
         vote_circuit(1, 4)
     with pytest.raises(ConfigError, match="per_class must be an integer ≥ 1"):
         vote_circuit(3, 0)
+
+
+def test_fewer_outputs_make_a_smaller_vote():
+    from kairo.logic import LogicTrainConfig, build_model, to_circuit
+
+    cfg = LogicTrainConfig(classes=(0, 1, 2), hidden=90, layers=2, outputs=30)
+    net = build_model(cfg).eval()
+    assert [(m.n_in, m.n_out) for m in net.logic] == [(784, 90), (90, 30)]
+    circ = to_circuit(net)
+    assert circ.n_outputs == 30 and circ.n_classes == 3
+    wide = to_circuit(build_model(LogicTrainConfig(classes=(0, 1, 2), hidden=90)).eval())
+    assert vote_gates(circ)["total"] < vote_gates(wide)["total"] / 2
+    assert cfg.arch()["outputs"] == 30 and "outputs" not in LogicTrainConfig().arch()
+    with pytest.raises(ConfigError, match="outputs=25 votes into 3 classes"):
+        LogicTrainConfig(classes=(0, 1, 2), hidden=90, outputs=25)

@@ -64,6 +64,9 @@ class LogicTrainConfig:
                               "thresholds and kernels)", low=1)
     hidden: int = option(1000, "logic neurons per dense layer", low=1)
     layers: int = option(2, "dense logic layers (the last feeds the class vote)", low=1)
+    outputs: int = option(0, "neurons of the last dense layer, whose outputs are the class "
+                          "votes (0: --hidden); fewer votes make a smaller vote circuit",
+                          low=0)
     wiring: str = option("unique", "which inputs each gate reads: unique (every input used "
                          "before any twice) or random, fixed at the start; or learned: each "
                          "dense gate input learns which of --candidates sources to read "
@@ -123,7 +126,10 @@ class LogicTrainConfig:
             raise ConfigError(f"classes must be ≥ 2 distinct labels, got {self.classes}")
         if not isinstance(self.keep_best, bool):
             raise ConfigError(f"keep_best must be true or false, got {self.keep_best!r}")
-        if self.hidden % len(self.classes):
+        if self.outputs and self.outputs % len(self.classes):
+            raise ConfigError(f"class groups do not divide the outputs: outputs={self.outputs} "
+                              f"votes into {len(self.classes)} classes")
+        if not self.outputs and self.hidden % len(self.classes):
             raise ConfigError(f"class groups do not divide the outputs: hidden={self.hidden} "
                               f"neurons into {len(self.classes)} classes")
         if not self.val_fraction < 0.5:
@@ -181,7 +187,8 @@ class LogicTrainConfig:
     def arch(self) -> dict:
         """What a checkpoint must match to be loaded into this model."""
         return {"n_classes": len(self.classes), "thresholds": list(self.thresholds),
-                "hidden": self.hidden, "layers": self.layers, "wiring": self.wiring,
+                "hidden": self.hidden, "layers": self.layers,
+                **({"outputs": self.outputs} if self.outputs else {}), "wiring": self.wiring,
                 **({"candidates": self.candidates} if self.wiring == "learned" else {}),
                 "seed": self.seed, "kernels": self.kernels,
                 **{k: getattr(self, k) for k in CONV_FIELDS}}

@@ -67,7 +67,7 @@ class LogicNet(nn.Module):
         else:
             n_flat = n_pixels * n_levels
         self.features = nn.Sequential(*blocks)
-        sizes = [n_flat] + [cfg.hidden] * cfg.layers
+        sizes = [n_flat] + [cfg.hidden] * (cfg.layers - 1) + [cfg.outputs or cfg.hidden]
         self.logic = nn.Sequential(*[
             LogicDense(i, o, wiring=cfg.wiring, candidates=cfg.candidates,
                        residual_init=cfg.residual_init,
