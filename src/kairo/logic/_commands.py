@@ -116,7 +116,9 @@ def _train(cfg: LogicTrainConfig, rd) -> str:
     return (f"classes {','.join(map(str, cfg.classes))}: test accuracy {acc:.2%} "
             f"(discrete circuit; relaxed val {last.get('val_relaxed', float('nan')):.2%}, "
             f"discrete val {last.get('val_discrete', float('nan')):.2%}"
-            + (f"; weights of iteration {kept}, the best discrete validation" if kept else "")
+            + (f"; weights of iteration {kept}, " + (
+                "the best discrete validation" if cfg.keep_best else "the last") +
+               (f" within {cfg.max_gates} gates" if cfg.max_gates else "") if kept else "")
             + ")\n" + branch_line +
             f"gates {raw.n_gates} → {circ.n_gates} after simplification, depth "
             f"{report['before']['depth']} → {report['after']['depth']}; the class vote "

@@ -100,6 +100,12 @@ class LogicTrainConfig:
     batch: int = option(128, "training images per iteration", low=1)
     iters: int = option(1000, "training iterations (batches)", low=1)
     eval_every: int = option(200, "iterations between validation evaluations", low=1)
+    max_gates: int = option(
+        0, "gate budget of the circuit after simplification (kairo's count; the class vote "
+           "not included), 0: none. Training adds a penalty on the expected gates that are "
+           "not wires or constants, doubled at every evaluation over budget and halved under "
+           "it; the run ends with the weights of the last evaluation within budget (the best "
+           "one with --keep-best)", low=0)
     keep_best: bool = option(False, "end with the weights of the best discrete validation "
                              "accuracy instead of the last ones")
     checkpoint_every: int = option(200, "iterations between checkpoints (the run resumes from "

@@ -17,7 +17,8 @@ from kairo.logic._gates import GATE_NAMES, N_GATES
 from kairo.logic._layers import (Binarize, GroupSum, LogicConv2d, LogicDense, OrPooling2d,
                                   fused_threads)
 
-__all__ = ["LogicNet", "build_model", "image_shape", "predict", "layer_report", "to_circuit"]
+__all__ = ["LogicNet", "build_model", "image_shape", "predict", "layer_report", "to_circuit",
+           "expected_gates", "raw_gates"]
 
 OR = GATE_NAMES.index("OR")
 
@@ -153,6 +154,44 @@ def predict(model: LogicNet, x: np.ndarray, *, batch: int | None = None, **gates
 
 
 WIRE_OPS = (GATE_NAMES.index("A"), GATE_NAMES.index("B"))      # gates that are wires
+# gates the simplifier removes: wires and constants
+FREE_OPS = (*WIRE_OPS, GATE_NAMES.index("FALSE"), GATE_NAMES.index("TRUE"))
+
+
+def _copies(model: LogicNet) -> dict:
+    """Gate layer → how many copies of it the circuit holds (a conv layer's positions)."""
+    copies, (h, w, _) = {}, model.image_shape
+    for m in model.features:                 # conv → pooling blocks, sizes as they go
+        if isinstance(m, LogicConv2d):
+            ho, wo = m.out_size(h, w)
+            copies[m] = ho * wo
+        h, w = m.out_size(h, w)
+    return copies
+
+
+def raw_gates(model: LogicNet) -> int:
+    """Gates of every gate layer, a conv layer's at every position: the circuit before
+    simplification, without OR pooling."""
+    copies = _copies(model)
+    return sum(copies.get(m, 1) * m.weight[..., 0].numel() for m in model.gate_layers())
+
+
+def expected_gates(model: LogicNet, *, temperature: float = 1.0, fixed=()) -> torch.Tensor:
+    """Differentiable count of the gates that stay gates in the circuit: per gate, the
+    probability (softmax of its logits at ``temperature``) of a function that is neither a
+    wire nor a constant, times its copies; layers in ``fixed`` count their argmax gates.
+    The gate-budget penalty of :func:`kairo.logic.train` (``max_gates``)."""
+    copies = _copies(model)
+    free = torch.tensor(FREE_OPS)
+    total = torch.zeros(())
+    for i, layer in enumerate(model.gate_layers()):
+        w = layer.weight.reshape(-1, N_GATES)
+        if i in fixed:
+            p = nn.functional.one_hot(w.argmax(-1), N_GATES).to(w.dtype)
+        else:
+            p = torch.softmax(w / temperature, dim=-1)
+        total = total + copies.get(layer, 1) * (1 - p[:, free].sum(-1)).sum()
+    return total
 
 
 def layer_report(model: LogicNet, cfg: LogicTrainConfig, tie: float = 0.05) -> list[dict]:
@@ -161,12 +200,7 @@ def layer_report(model: LogicNet, cfg: LogicTrainConfig, tie: float = 0.05) -> l
     two largest logits lie within ``tie`` (undecided gates: the relaxed network mixes two
     gates there that the circuit cannot). The last is where a discretization gap comes from."""
     names = {m: n for n, m in model.named_modules()}
-    copies, (h, w, _) = {}, model.image_shape
-    for m in model.features:                 # conv → pooling blocks, sizes as they go
-        if isinstance(m, LogicConv2d):
-            ho, wo = m.out_size(h, w)
-            copies[m] = ho * wo
-        h, w = m.out_size(h, w)
+    copies = _copies(model)
     out = []
     for i, layer in enumerate(model.gate_layers()):
         top = layer.weight.detach().reshape(-1, N_GATES).topk(2, dim=-1).values

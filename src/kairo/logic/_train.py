@@ -22,7 +22,8 @@ from kairo._checkpoint import check_compatible, load_checkpoint as _load, save_c
 from kairo._errors import ConfigError, DataError, KairoError
 from kairo.logic._config import LogicTrainConfig
 from kairo.logic._layers import fused_threads
-from kairo.logic._model import LogicNet, build_model, image_shape, predict
+from kairo.logic._model import (LogicNet, build_model, expected_gates, image_shape, predict,
+                                raw_gates, to_circuit)
 
 __all__ = ["train", "load_data", "load_checkpoint", "model_from_checkpoint", "snapshot_path",
            "describe_branch", "lr_at", "gate_temperature_at", "fixed_layers", "random_shift",
@@ -58,6 +59,19 @@ def load_data(cfg: LogicTrainConfig) -> dict:
     return out
 
 
+def circuit_gates(model: LogicNet) -> int:
+    """Gates of ``model``'s circuit after simplification (kairo's count, the vote not
+    included): what ``max_gates`` budgets."""
+    from kairo.logic._simplify import simplify
+
+    was = model.training
+    model.eval()
+    try:
+        return simplify(to_circuit(model))[0].n_gates
+    finally:
+        model.train(was)
+
+
 @torch.no_grad()
 def accuracy(model: LogicNet, x: np.ndarray, y: np.ndarray, *, discrete: bool,
              temperature: float = 1.0, fixed=(), batch: int | None = None) -> float:
@@ -75,7 +89,7 @@ def accuracy(model: LogicNet, x: np.ndarray, y: np.ndarray, *, discrete: bool,
 
 # ---------------------------------------------------------------------------- checkpoints
 def _save(path, model, optimizer, cfg: LogicTrainConfig, it: int, history: list, rng_state,
-          best: dict | None, branch: dict | None) -> None:
+          best: dict | None, branch: dict | None, budget_weight: float = 0.0) -> None:
     """``best`` ({"iter", "val_discrete", "model"}): with ``keep_best``, the weights of the
     best discrete validation accuracy so far; ``model`` stays the latest (resuming continues
     it)."""
@@ -83,7 +97,8 @@ def _save(path, model, optimizer, cfg: LogicTrainConfig, it: int, history: list,
                            "config": dataclasses.asdict(cfg), "model": model.state_dict(),
                            "image_shape": list(model.image_shape),
                            "optimizer": optimizer.state_dict(), "history": history,
-                           "torch_rng": rng_state, "best": best, "branch": branch},
+                           "torch_rng": rng_state, "best": best, "branch": branch,
+                           "budget_weight": budget_weight},
                     kind=CHECKPOINT_FORMAT)
 
 
@@ -127,7 +142,8 @@ def model_from_checkpoint(path) -> tuple[LogicNet, LogicTrainConfig]:
     model = build_model(cfg, _image_shape_of(state, path))
     best = state.get("best")
     try:                    # a keep_best run's model is its best-validation weights
-        model.load_state_dict(best["model"] if cfg.keep_best and best else state["model"])
+        model.load_state_dict(best["model"] if (cfg.keep_best or cfg.max_gates) and best
+                              else state["model"])
     except RuntimeError as exc:
         raise DataError(f"checkpoint {path}: weights do not fit the architecture ({exc})") \
             from None
@@ -216,7 +232,8 @@ def random_shift(x: np.ndarray, max_shift: int, rng: np.random.Generator) -> np.
 def _start_state(cfg: LogicTrainConfig, ckpt: Path | None, model, opt, gen) -> dict:
     """Load where the run starts: its own checkpoint (resume), else ``init_from`` (a branch),
     else nothing. Returns {"start", "history", "best", "branch", "resumed"}."""
-    out = {"start": 0, "history": [], "best": None, "branch": None, "resumed": None}
+    out = {"start": 0, "history": [], "best": None, "branch": None, "resumed": None,
+           "budget_weight": 0.0}
     source = ckpt if ckpt is not None and ckpt.is_file() else None
     if source is None and cfg.init_from:
         source = Path(cfg.init_from)
@@ -247,7 +264,7 @@ def _start_state(cfg: LogicTrainConfig, ckpt: Path | None, model, opt, gen) -> d
     else:
         log.info("%s", describe_branch(branch))
     return {"start": start, "history": list(state["history"]), "branch": branch,
-            "resumed": start,
+            "resumed": start, "budget_weight": float(state.get("budget_weight", 0.0)),
             "best": state.get("best") if source == ckpt else None}  # the old run's best is not ours
 
 
@@ -275,6 +292,9 @@ def train(cfg: LogicTrainConfig, *, checkpoint=None, data=None,
     ckpt = Path(checkpoint) if checkpoint else None
     st = _start_state(cfg, ckpt, model, opt, gen)
     start, history, best, branch = st["start"], st["history"], st["best"], st["branch"]
+    select = cfg.keep_best or cfg.max_gates > 0          # the run ends with kept weights
+    budget_w = st["budget_weight"]
+    n_raw = float(raw_gates(model))
     model.train()
     loss_fn = nn.CrossEntropyLoss()
     t0 = time.perf_counter()
@@ -294,6 +314,8 @@ def train(cfg: LogicTrainConfig, *, checkpoint=None, data=None,
             gates = {"temperature": gate_temperature_at(cfg, it),
                      "fixed": fixed_layers(cfg, it)}
             loss = loss_fn(model(xb, **gates), yb)
+            if cfg.max_gates and budget_w > 0:
+                loss = loss + budget_w * expected_gates(model, **gates) / n_raw
             if loss.requires_grad:              # not when every gate layer is fixed
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
@@ -304,24 +326,41 @@ def train(cfg: LogicTrainConfig, *, checkpoint=None, data=None,
                 history.append({"iter": done, "loss": loss.item(),
                                 "val_relaxed": accuracy(model, xv, yv, discrete=False, **gates),
                                 "val_discrete": accuracy(model, xv, yv, discrete=True)})
-                if cfg.keep_best and (best is None or
-                                      history[-1]["val_discrete"] > best["val_discrete"]):
+                within = True
+                if cfg.max_gates:
+                    n = circuit_gates(model)
+                    within = n <= cfg.max_gates
+                    history[-1].update(gates=n, budget_weight=budget_w)
+                    # a controller on the penalty: up while over budget, down while under
+                    budget_w = max(2 * budget_w, 0.05) if not within else budget_w / 2
+                if select and within and (
+                        best is None or not cfg.keep_best or
+                        history[-1]["val_discrete"] > best["val_discrete"]):
                     best = {"iter": done, "val_discrete": history[-1]["val_discrete"],
                             "model": {k: v.detach().clone()
                                       for k, v in model.state_dict().items()}}
-            keep = best if cfg.keep_best else None
+            keep = best if select else None
             if ckpt is not None and (done % cfg.checkpoint_every == 0 or done == cfg.iters):
-                _save(ckpt, model, opt, cfg, done, history, gen.get_state(), keep, branch)
+                _save(ckpt, model, opt, cfg, done, history, gen.get_state(), keep, branch,
+                      budget_w)
             if ckpt is not None and done in cfg.snapshots:
                 _save(snapshot_path(ckpt, done), model, opt, cfg, done, history,
-                      gen.get_state(), keep, branch)
+                      gen.get_state(), keep, branch, budget_w)
     secs = time.perf_counter() - t0
     kept = None
-    if cfg.keep_best and best is not None:
+    if cfg.max_gates and best is None:
+        smallest = min(history, key=lambda h: h["gates"])
+        raise KairoError(f"max_gates: no evaluation was within the budget of {cfg.max_gates} "
+                         f"gates (the smallest circuit had {smallest['gates']}, at iteration "
+                         f"{smallest['iter']}); train longer, evaluate more often or start "
+                         f"from a smaller network")
+    if select and best is not None:
         model.load_state_dict(best["model"])
         kept = int(best["iter"])
-        log.info("kept the weights of iteration %d (discrete validation %.2f%%, the best of "
-                 "%d evaluations)", kept, 100 * best["val_discrete"], len(history))
+        log.info("kept the weights of iteration %d (discrete validation %.2f%%, %s of %d "
+                 "evaluations)", kept, 100 * best["val_discrete"],
+                 "the best" + (" within budget" if cfg.max_gates else "") if cfg.keep_best
+                 else "the last within budget", len(history))
     model.eval()
     return {"model": model, "history": history, "resumed_from": st["resumed"],
             "seconds": secs,
