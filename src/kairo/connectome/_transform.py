@@ -21,7 +21,7 @@ __all__ = ["spectral_radius", "normalize", "scale", "apply_signs", "NORMALIZATIO
            "random_topology", "gaussian_esn", "costi_design", "prepare"]
 
 NORMALIZATIONS = ("none", "spectral", "row", "column")
-SIGN_MODES = ("excitatory", "dale", "keep")
+SIGN_MODES = ("excitatory", "dale", "given", "keep")
 
 
 def spectral_radius(w, *, tol: float = 1e-10) -> float:
@@ -105,13 +105,22 @@ def apply_signs(c: Connectome, mode: str = "excitatory", *, inhibitory_fraction:
                 inhibitory_types=(), seed=None) -> Connectome:
     """Give the connectome signs.
 
-    ``keep`` leaves signs as they are (e.g. for the signed Gaussian null). ``excitatory`` makes
+    ``keep`` leaves signs as they are (e.g. for the signed Gaussian null); ``given`` does too,
+    but refuses a connectome without a negative weight (signs were asked of the data and the
+    data have none). ``excitatory`` makes
     every weight positive (absolute value). ``dale`` applies Dale's law by
     neuron: every out-weight of an inhibitory neuron (its row) is negative. Inhibitory neurons
     are the cell types named in ``inhibitory_types`` plus a seeded random ``inhibitory_fraction``
     of the remaining neurons.
     """
     if mode == "keep":
+        return c
+    if mode == "given":
+        if not (c.weights.data < 0).any():
+            raise KairoError(f"signs 'given' needs a connectome with signed weights (negative "
+                             f"entries for inhibitory synapses); {c.name or 'this one'} has "
+                             f"none: use excitatory, or dale with inhibitory types or a "
+                             f"fraction")
         return c
     w = abs(sp.csr_matrix(c.weights))
     if mode == "excitatory":

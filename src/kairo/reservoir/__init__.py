@@ -4,9 +4,9 @@ The configs import nothing heavy; every other name is loaded on first use, so bu
 config (the CLI does it before any work) stays light.
 """
 
-from kairo.reservoir._config import (ACTIVATIONS, ENGINES, INPUT_WEIGHTS, CompareConfig,
-                                     PropagateConfig, ReservoirSettings, RunConfig,
-                                     SweepConfig)
+from kairo.reservoir._config import (ACTIVATIONS, DYNAMICS, ENGINES, INPUT_WEIGHTS,
+                                     CompareConfig, LIFParams, LIFSettings, PropagateConfig,
+                                     ReservoirSettings, RunConfig, ScreenConfig, SweepConfig)
 
 _LAZY = {
     "Reservoir": "kairo.reservoir._esn",
@@ -19,6 +19,9 @@ _LAZY = {
         "build_reservoir", "evaluate", "run_experiment", "compare_experiment",
         "sweep_experiment", "propagate_experiment", "connectome_inputs")},
     "null_stats": "kairo._stats",
+    **{name: "kairo.reservoir._spiking" for name in (
+        "LIFNetwork", "SpikeTrains", "brian2_run")},
+    "screen_experiment": "kairo.reservoir._experiments",
 }
 
 __all__ = ["Reservoir", "ACTIVATIONS", "ENGINES", "INPUT_WEIGHTS", "StreamingRidgeCV",
@@ -26,7 +29,9 @@ __all__ = ["Reservoir", "ACTIVATIONS", "ENGINES", "INPUT_WEIGHTS", "StreamingRid
            "lorenz", "nrmse", "r2", "memory_capacity", "accuracy", "ReservoirSettings",
            "RunConfig", "CompareConfig", "SweepConfig", "PropagateConfig", "build_reservoir",
            "evaluate", "run_experiment", "compare_experiment", "sweep_experiment",
-           "propagate_experiment", "connectome_inputs", "null_stats"]
+           "propagate_experiment", "screen_experiment", "connectome_inputs", "null_stats",
+           "DYNAMICS", "LIFParams", "LIFSettings", "ScreenConfig", "LIFNetwork", "SpikeTrains",
+           "brian2_run"]
 
 
 def __getattr__(name: str):

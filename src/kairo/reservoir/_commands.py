@@ -1,4 +1,4 @@
-"""``kairo reservoir propagate | run | compare | sweep``: each command's experiment and what it
+"""``kairo reservoir propagate | screen | run | compare | sweep``: each command's experiment and what it
 writes (tables, figures, metrics) into its results folder.
 
 Importable without NumPy, pandas or Matplotlib: the run functions import them.
@@ -7,7 +7,8 @@ Importable without NumPy, pandas or Matplotlib: the run functions import them.
 from __future__ import annotations
 
 from kairo._app import Command
-from kairo.reservoir._config import CompareConfig, PropagateConfig, RunConfig, SweepConfig
+from kairo.reservoir._config import (CompareConfig, PropagateConfig, RunConfig, ScreenConfig,
+                                     SweepConfig)
 
 __all__ = ["COMMANDS"]
 
@@ -147,6 +148,8 @@ def _propagate(cfg: PropagateConfig, rd) -> str:
     from kairo.reservoir import propagate_experiment
 
     r = propagate_experiment(cfg)
+    if cfg.dynamics == "lif":
+        return _propagate_lif(cfg, rd, r)
     table = r["table"]
     rd.add("activity.csv", table)
     rd.add("hypotheses.json", {"convention": r["convention"], **r["hypotheses"]})
@@ -190,12 +193,142 @@ def _propagate(cfg: PropagateConfig, rd) -> str:
     return "\n".join(lines)
 
 
+def _raster(ax, times, neurons, rows, labels=None):
+    """Spikes of the neurons at positions ``rows`` (one line each, top to bottom)."""
+    import numpy as np
+
+    where = {int(i): k for k, i in enumerate(rows)}
+    keep = np.isin(neurons, rows)
+    y = np.array([where[int(i)] for i in neurons[keep]])
+    ax.scatter(times[keep], y, s=1.5, c="k", marker="|", linewidths=0.6)
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    if labels is not None and len(labels) <= 60:
+        ax.set_yticks(range(len(rows)), labels, fontsize=5)
+
+
+def _propagate_lif(cfg: PropagateConfig, rd, r) -> str:
+    import numpy as np
+
+    table, course = r["table"], r["timecourse"]
+    rd.add("rates.csv", table)
+    rd.add("timecourse.csv", course)
+    rd.add("hypotheses.json", {"convention": r["convention"], **r["hypotheses"]})
+    g0 = cfg.record_groups[0]
+    fig = _figure(figsize=(10, 3.6))
+    axes = fig.subplots(1, 2, sharey=True)
+    styles = {"L": "-", "R": "--"}
+    for ax, stim in zip(axes, ("L", "R")):
+        sub = table[(table.stimulated == stim) & (table.group != "stimulated")]
+        for (g, side), d in sub.groupby(["group", "side"]):
+            ax.errorbar(d.rate_hz, d.mean_rate_hz, yerr=d.sd_over_trials, fmt=styles[side],
+                        marker="o", ms=3, capsize=2,
+                        color="tab:blue" if g == g0 else "tab:gray", label=f"{g} {side}")
+        ax.set(title=f"LIF: Poisson into {cfg.stim_group} {stim}", xlabel="input rate (Hz)",
+               ylabel="mean firing rate (Hz)")
+        ax.legend(fontsize=7)
+    rd.add("rates.png", fig)
+    fig = _figure(figsize=(10, 3.4))
+    axes = fig.subplots(1, 2, sharey=True)
+    for ax, stim in zip(axes, ("L", "R")):
+        sub = course[course.stimulated == stim]
+        for (g, side), d in sub.groupby(["group", "side"]):
+            if g == "stimulated":
+                continue
+            ax.plot(d.t_ms, d.rate_hz, styles[side],
+                    color="tab:blue" if g == g0 else "tab:gray", label=f"{g} {side}")
+        ax.set(title=f"{max(cfg.rates):g} Hz into {cfg.stim_group} {stim}", xlabel="time (ms)",
+               ylabel="group rate (Hz, 10-ms bins)")
+        ax.legend(fontsize=7)
+    rd.add("timecourse.png", fig)
+    groups = r["groups"]
+    order = [("stimulated", "L"), ("stimulated", "R")] + [
+        (g, s) for g in cfg.record_groups for s in ("L", "R")]
+    rows = np.concatenate([groups[k] for k in order])
+    fig = _figure(figsize=(10, 6))
+    axes = fig.subplots(1, 2, sharey=True)
+    for ax, stim in zip(axes, ("L", "R")):
+        times, neurons = r["rasters"][stim]
+        _raster(ax, times, neurons, rows)
+        edges = np.cumsum([groups[k].size for k in order])
+        for e in edges[:-1]:
+            ax.axhline(e - 0.5, color="tab:red", lw=0.4)
+        ax.set(title=f"trial 0, {max(cfg.rates):g} Hz into {cfg.stim_group} {stim}",
+               xlabel="time (ms)")
+    starts = np.concatenate([[0], edges[:-1]])
+    axes[0].set_yticks((starts + edges) / 2 - 0.5, [f"{g} {s}" for g, s in order], fontsize=7)
+    rd.add("raster.png", fig)
+    h = r["hypotheses"]
+    b = h["right_stim_drives_left_dn_more"]
+    lines = [f"convention: {r['convention']}", f"LIF ({cfg.signs} signs), {cfg.trials} trials "
+             f"of {cfg.duration_ms:g} ms per rate and side"]
+    for key, v in b["results"].items():
+        lines.append(f"  {key:22s} {g0} L {v[f'{g0}_L_mean']:.3g} Hz  R {v[f'{g0}_R_mean']:.3g} "
+                     f"Hz  contra/ipsi {v['contralateral_over_ipsilateral']:.3f}  Wilcoxon p "
+                     f"{v['wilcoxon_p_left_vs_right']:.2g}")
+    lines.append(f"H2 with spikes '{b['claim']}': " + ", ".join(
+        f"{k}: {'supported' if s else 'not supported'}" for k, s in
+        b["supported_per_rate"].items()))
+    ru = h["rate_units"]["right_stim_drives_left_dn_more"]["supported_per_norm"]
+    lines.append("H2 with rate units: " + ", ".join(
+        f"{k}: {'supported' if s else 'not supported'}" for k, s in ru.items()))
+    rd.add("summary.txt", "\n".join(lines) + "\n")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- screen
+def _screen(cfg: ScreenConfig, rd) -> str:
+    from kairo.reservoir import screen_experiment
+
+    r = screen_experiment(cfg)
+    table, by_type = r["table"], r["by_celltype"]
+    rd.add("screen.csv", table)
+    rd.add("celltypes.csv", by_type)
+    fig = _figure(figsize=(10, max(3.0, 0.12 * len(r["raster_rows"]) + 1)))
+    ax = fig.subplots()
+    times, neurons = r["raster"]
+    _raster(ax, times, neurons, r["raster_rows"], r["raster_labels"])
+    ax.set(title=f"top {len(r['raster_rows'])} responders, trial 0: {cfg.rate:g} Hz into "
+                 f"{cfg.stim_group}", xlabel="time (ms)")
+    rd.add("raster_top.png", fig)
+    fig = _figure(figsize=(8, 0.22 * len(by_type) + 1.2))
+    ax = fig.subplots()
+    ax.barh(by_type.celltype, by_type.mean_increase_hz, color="tab:blue")
+    ax.invert_yaxis()
+    ax.tick_params(axis="y", labelsize=6)
+    ax.set(xlabel="mean rate increase (Hz)", title="by cell type (stimulated neurons excluded)")
+    rd.add("celltypes.png", fig)
+    resp = table[table.responds & ~table.stimulated]
+    metrics = {"n_stimulated": r["n_stimulated"], "n_responding": int(len(resp)),
+               "n_responding_up": int((resp.increase_hz > 0).sum()),
+               "n_responding_down": int((resp.increase_hz < 0).sum()),
+               "top": table[~table.stimulated].head(10)[
+                   ["neuron_id", "celltype", "side", "increase_hz", "q"]].to_dict("records")}
+    rd.add("metrics.json", metrics)
+    lines = [f"{r['n_stimulated']} neurons stimulated ({cfg.stim_group}) at {cfg.rate:g} Hz, "
+             f"{cfg.trials} trials of {cfg.duration_ms:g} ms: {len(resp)} other neurons respond "
+             f"(q < {cfg.alpha_fdr:g}; {metrics['n_responding_up']} up, "
+             f"{metrics['n_responding_down']} down)"]
+    for row in metrics["top"][:5]:
+        lines.append(f"  {row['neuron_id']} {row['celltype']} {row['side']}: "
+                     f"+{row['increase_hz']:.1f} Hz (q {row['q']:.2g})")
+    rd.add("summary.txt", "\n".join(lines) + "\n")
+    return "\n".join(lines)
+
+
 COMMANDS = [
     Command("reservoir propagate", PropagateConfig, _propagate,
             "stimulate sensory L/R, watch DN activity",
             description="Stimulate the left or the right sensory neurons and record the "
-                        "left/right activity of descending neurons under each normalization.",
+                        "left/right activity of descending neurons: rate units under each "
+                        "normalization, or (--dynamics lif) spiking neurons driven by Poisson "
+                        "input at each rate.",
             inputs=_inputs),
+    Command("reservoir screen", ScreenConfig, _screen,
+            "spiking activation screen of one group",
+            description="Stimulate one neuron group of a LIF network with Poisson spikes and "
+                        "rank every neuron by its rate increase over baseline (Mann–Whitney "
+                        "test per neuron, Benjamini–Hochberg q values), as in Shiu et al. "
+                        "2024.", inputs=_inputs),
     Command("reservoir run", RunConfig, _run, "one reservoir, one task, its metrics",
             description="One connectome reservoir on one task: its metrics, test predictions "
                         "and figure.", inputs=_inputs),

@@ -5,14 +5,17 @@ import). Each field carries its help text and accepted values; every config chec
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, fields
 
 from kairo._app import check_fields, option
 from kairo._errors import ConfigError
 from kairo._jobs import EXECUTORS
 
-__all__ = ["ConnectomeSource", "ReservoirSettings", "RunConfig", "CompareConfig", "SweepConfig", "PropagateConfig",
-           "ACTIVATIONS", "ENGINES", "DEVICES", "INPUT_WEIGHTS", "DTYPES", "SWEEP_PARAMS"]
+__all__ = ["ConnectomeSource", "ReservoirSettings", "RunConfig", "CompareConfig", "SweepConfig",
+           "PropagateConfig", "ScreenConfig", "LIFParams", "LIFSettings", "ACTIVATIONS",
+           "ENGINES", "DEVICES", "INPUT_WEIGHTS", "DTYPES", "SWEEP_PARAMS", "DYNAMICS",
+           "SPIKING_ENGINES"]
 
 # the engine's vocabulary (kairo.reservoir.Reservoir checks its arguments against these)
 ACTIVATIONS = ("tanh", "linear")
@@ -21,13 +24,99 @@ DEVICES = ("auto", "cpu", "cuda")
 INPUT_WEIGHTS = ("uniform", "positive", "constant")
 DTYPES = ("float64", "float32")
 SWEEP_PARAMS = ("alpha", "spectral_radius", "leak", "input_gain", "bias")
+DYNAMICS = ("rate", "lif")
+SPIKING_ENGINES = ("auto", "numba", "torch")
 # names of kairo.connectome and kairo.reservoir's tasks, repeated here so that building a config
 # imports neither (tests/reservoir/test_config.py keeps them equal)
 NORMALIZATIONS = ("none", "spectral", "row", "column")
-SIGNS = ("excitatory", "dale")
+SIGNS = ("excitatory", "dale", "given")
 NULL_MODELS = ("rewire", "weight-shuffle", "random-topology", "gaussian")
 TASK_NAMES = ("memory-capacity", "narma10", "mackey-glass", "lorenz", "sine-square")
 CLASSIFICATION_TASKS = ("sine-square",)
+
+
+@dataclass(frozen=True)
+class LIFParams:
+    """Parameters of the LIF network, in ms, mV and Hz: Shiu et al. 2024's values (their
+    repository philshiu/Drosophila_brain_model, ``model.py``)."""
+
+    tau_m: float = 20.0            # membrane time constant
+    tau_syn: float = 5.0           # synaptic current time constant
+    refractory: float = 2.2        # refractory period
+    delay: float = 1.8             # synaptic transmission delay
+    dt: float = 0.1                # time step
+    v_rest: float = -52.0          # resting potential
+    v_reset: float = -52.0         # potential after a spike
+    v_threshold: float = -45.0     # spike threshold
+    w_syn: float = 0.275           # mV per synapse
+    input_weight: float = 68.75    # mV per input spike (Shiu: 250 · w_syn)
+    input_refractory: float = 0.0  # refractory period of input-driven neurons (Shiu: 0)
+
+    def __post_init__(self):
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
+                raise ConfigError(f"{f.name}: expected a finite number, got {v!r}")
+        for name in ("tau_m", "tau_syn", "dt"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name}: must be > 0 ms, got {getattr(self, name)}")
+        for name in ("refractory", "input_refractory"):
+            v = getattr(self, name)
+            if v < 0:
+                raise ConfigError(f"{name}: must be ≥ 0 ms, got {v}")
+            if 0 < v < self.dt:
+                raise ConfigError(f"{name}: {v} ms is shorter than the time step dt = "
+                                  f"{self.dt} ms (make dt smaller or the period 0)")
+        if self.delay < self.dt:
+            raise ConfigError(f"delay: {self.delay} ms is shorter than the time step dt = "
+                              f"{self.dt} ms (the delay must be at least one step)")
+        if self.v_threshold <= self.v_reset:
+            raise ConfigError(f"v_threshold ({self.v_threshold} mV) must be above v_reset "
+                              f"({self.v_reset} mV)")
+
+    def steps(self, ms: float) -> int:
+        """A duration in whole steps (Brian2's rounding: ``int((t + 10⁻³·dt) / dt)``)."""
+        return int((ms + 1e-3 * self.dt) / self.dt)
+
+    @property
+    def delay_steps(self) -> int:
+        return int(round(self.delay / self.dt))
+
+    def propagator(self) -> tuple[float, float, float]:
+        """``(a_m, a_s, c)``: one exact step is v − v_rest ← a_m (v − v_rest) + c g,
+        g ← a_s g."""
+        a_m = math.exp(-self.dt / self.tau_m)
+        a_s = math.exp(-self.dt / self.tau_syn)
+        if math.isclose(self.tau_m, self.tau_syn, rel_tol=1e-12):
+            c = self.dt / self.tau_m * a_m          # the limit τ_syn → τ_m
+        else:
+            c = self.tau_syn / (self.tau_syn - self.tau_m) * (a_s - a_m)
+        return a_m, a_s, c
+
+
+@dataclass(frozen=True)
+class LIFSettings:
+    """The LIF neuron of ``--dynamics lif`` (Shiu et al. 2024's values; see LIFParams)."""
+
+    tau_m: float = option(20.0, "LIF: membrane time constant (ms)")
+    tau_syn: float = option(5.0, "LIF: synaptic current time constant (ms)")
+    refractory: float = option(2.2, "LIF: refractory period (ms)")
+    delay: float = option(1.8, "LIF: synaptic transmission delay (ms)")
+    dt: float = option(0.1, "LIF: time step (ms)")
+    v_rest: float = option(-52.0, "LIF: resting potential (mV)")
+    v_reset: float = option(-52.0, "LIF: potential after a spike (mV)")
+    v_threshold: float = option(-45.0, "LIF: spike threshold (mV)")
+    w_syn: float = option(0.275, "LIF: mV added to the synaptic current per synapse")
+    input_weight: float = option(68.75, "LIF: mV added to v per input spike (250 · w_syn: "
+                                 "one input spike makes a spike)")
+    input_refractory: float = option(0.0, "LIF: refractory period of input-driven neurons "
+                                     "(ms; Shiu et al.: 0)")
+    engine: str = option("auto", "LIF engine: numba (event-driven CPU), torch (batched, "
+                         "CUDA), auto (torch on a GPU, else numba)", choices=SPIKING_ENGINES)
+    device: str = option("auto", "device of the torch LIF engine", choices=DEVICES)
+
+    def lif_params(self) -> LIFParams:
+        return LIFParams(**{f.name: getattr(self, f.name) for f in fields(LIFParams)})
 
 
 @dataclass(frozen=True)
@@ -52,8 +141,8 @@ class ReservoirSettings(ConnectomeSource):
     spectral_radius: float = option(0.9, "target spectral radius for --norm spectral",
                                     above=0)
     alpha: float = option(1.0, "global gain applied after normalization")
-    signs: str = option("excitatory", "excitatory (all positive) or dale (inhibitory neurons "
-                        "by row)", choices=SIGNS)
+    signs: str = option("excitatory", "excitatory (all positive), dale (inhibitory neurons "
+                        "by row) or given (the connectome's own signs)", choices=SIGNS)
     inhibitory_fraction: float = option(0.0, "with --signs dale: fraction of neurons drawn "
                                         "inhibitory", low=0, high=1)
     inhibitory_types: tuple[str, ...] = option((), "with --signs dale: comma-separated cell "
@@ -155,9 +244,12 @@ class SweepConfig(CompareConfig):
 
 
 @dataclass(frozen=True)
-class PropagateConfig(ConnectomeSource):
+class PropagateConfig(LIFSettings, ConnectomeSource):
     """Stimulate left or right sensory neurons and watch descending neurons respond."""
 
+    dynamics: str = option("rate", "rate (tanh/linear units, constant input, every "
+                           "--norms) or lif (spiking neurons on synapse counts, Poisson input "
+                           "at each --rates)", choices=DYNAMICS)
     norms: tuple[str, ...] = option(("spectral", "row"), "comma-separated normalizations to "
                                     "compare", choices=NORMALIZATIONS)
     spectral_radius: float = option(0.9, "target spectral radius for the spectral "
@@ -165,17 +257,67 @@ class PropagateConfig(ConnectomeSource):
     activation: str = option("tanh", "neuron nonlinearity", choices=ACTIVATIONS)
     steps: int = option(20, "steps of constant stimulation", low=1)
     stimulus: float = option(1.0, "input to each stimulated neuron per step")
+    rates: tuple[float, ...] = option((25.0, 50.0, 100.0, 150.0, 200.0), "--dynamics lif: "
+                                      "comma-separated Poisson rates (Hz) into each "
+                                      "stimulated neuron", low=0)
+    duration_ms: float = option(1000.0, "--dynamics lif: simulated time per trial (ms)",
+                                above=0)
+    trials: int = option(5, "--dynamics lif: trials per rate and side (independent Poisson "
+                         "input)", low=1)
+    signs: str = option("excitatory", "excitatory (all positive), dale (inhibitory neurons "
+                        "by row) or given (the connectome's own signs)", choices=SIGNS)
+    inhibitory_fraction: float = option(0.0, "with --signs dale: fraction of neurons drawn "
+                                        "inhibitory", low=0, high=1)
+    inhibitory_types: tuple[str, ...] = option((), "with --signs dale: comma-separated cell "
+                                               "types made inhibitory")
     stim_group: str = option("sensory", "cell type stimulated on the left or the right (a "
                              "group without a side)")
     record_groups: tuple[str, ...] = option(("DN-VNC", "DN-SEZ"), "comma-separated cell types "
                                             "whose L/R activity is reported")
     convention: str = option("pre-to-post", "pre-to-post (biological) or reversed (post → "
                              "pre, labelled as such)", choices=("pre-to-post", "reversed"))
-    seed: int = option(0, "the run's seed (the dynamics are deterministic; recorded)")
+    seed: int = option(0, "the run's seed (Poisson input, Dale signs; the rate dynamics are "
+                       "deterministic)")
 
     def __post_init__(self):
         check_fields(self)
+        self.lif_params()
         if not self.norms:
             raise ConfigError("norms must name at least one normalization")
         if not self.record_groups:
             raise ConfigError("record_groups must name at least one cell type")
+        if self.dynamics == "lif" and not self.rates:
+            raise ConfigError("rates must name at least one Poisson rate")
+
+
+@dataclass(frozen=True)
+class ScreenConfig(LIFSettings, ConnectomeSource):
+    """An activation screen (Shiu et al. 2024): stimulate one group with Poisson spikes and
+    rank every neuron by how much its rate rises over baseline."""
+
+    stim_group: str = option("celltype=sensory;annotation=olfactory;side=L", "the stimulated "
+                             "neurons (any group: sensory:L, 'celltype=PN;side=R', …)")
+    rate: float = option(150.0, "Poisson rate (Hz) into each stimulated neuron", above=0)
+    background_group: str = option("", "neurons given background Poisson input in every "
+                                   "trial, stimulated and baseline (empty: none, so baseline "
+                                   "rates are 0)")
+    background_rate: float = option(0.0, "Poisson rate (Hz) into --background-group", low=0)
+    trials: int = option(30, "trials with stimulation, and as many baseline trials", low=2)
+    duration_ms: float = option(1000.0, "simulated time per trial (ms)", above=0)
+    signs: str = option("excitatory", "excitatory (all positive), dale (inhibitory neurons "
+                        "by row) or given (the connectome's own signs)", choices=SIGNS)
+    inhibitory_fraction: float = option(0.0, "with --signs dale: fraction of neurons drawn "
+                                        "inhibitory", low=0, high=1)
+    inhibitory_types: tuple[str, ...] = option((), "with --signs dale: comma-separated cell "
+                                               "types made inhibitory")
+    alpha_fdr: float = option(0.05, "false discovery rate of the responding neurons "
+                              "(Benjamini–Hochberg over all neurons)", above=0, high=1)
+    top: int = option(40, "neurons shown in the raster", low=1)
+    seed: int = option(0, "the run's seed (Poisson input, Dale signs)")
+
+    def __post_init__(self):
+        check_fields(self)
+        self.lif_params()
+        if self.background_rate > 0 and not self.background_group:
+            raise ConfigError("background_rate needs --background-group (the neurons it "
+                              "drives)")

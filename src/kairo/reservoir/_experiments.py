@@ -25,14 +25,15 @@ from kairo.connectome import Connectome, load_connectome, null_model, prepare
 from kairo.connectome._io import REGISTERED
 from kairo.data import REGISTRY, data_dir
 from kairo.reservoir._config import (CompareConfig, PropagateConfig, ReservoirSettings,
-                                     RunConfig, SweepConfig)
+                                     RunConfig, ScreenConfig, SweepConfig)
 from kairo.reservoir._esn import Reservoir
 from kairo.reservoir._readout import StreamingRidgeCV
 from kairo.reservoir._tasks import HEADLINE, TaskData, accuracy, make_task, memory_capacity, \
     nrmse, r2
 
 __all__ = ["load_for", "connectome_inputs", "build_reservoir", "evaluate", "run_experiment",
-           "compare_experiment", "sweep_experiment", "propagate_experiment"]
+           "compare_experiment", "sweep_experiment", "propagate_experiment",
+           "screen_experiment"]
 
 log = logging.getLogger(__name__)
 
@@ -323,14 +324,19 @@ def propagate_experiment(cfg: PropagateConfig, raw: Connectome | None = None) ->
 
     Dynamics: x(t) = f(x(t−1) W + s·1_stim), x(0) = 0, f = tanh (or identity), with W
     pre → post (``convention="reversed"`` uses Wᵀ, i.e. signals flowing post → pre).
+    With ``dynamics="lif"``: :func:`_propagate_lif`.
     """
     raw = raw if raw is not None else load_for(cfg)
+    if cfg.dynamics == "lif":
+        return _propagate_lif(cfg, raw)
     stim = {side: raw.select(**_group_kw(cfg.stim_group), side=side) for side in ("L", "R")}
     rec = {(g, side): raw.select(**_group_kw(g), side=side)
            for g in cfg.record_groups for side in ("L", "R")}
     rows, final = [], {}
     for norm in cfg.norms:
-        c = prepare(raw, norm=norm, spectral_radius_target=cfg.spectral_radius)
+        c = prepare(raw, norm=norm, spectral_radius_target=cfg.spectral_radius,
+                    signs=cfg.signs, inhibitory_fraction=cfg.inhibitory_fraction,
+                    inhibitory_types=cfg.inhibitory_types, seed=_seed(cfg.seed, "signs"))
         w = c.weights if cfg.convention == "pre-to-post" else c.weights.T.tocsr()
         # two streams: stimulate left, stimulate right; input channel k drives side k's group
         inp = np.concatenate([stim["L"], stim["R"]])
@@ -390,32 +396,161 @@ def _propagate_hypotheses(cfg, raw, table, final, rec) -> dict:
             "max_group_mean_final_step": stim_mean,
             "supported": bool(ratio > 10.0),
             "criterion": "row/spectral ratio of final-step mean activity > 10"}
+    lat, supported = _lateralization(raw, g0, rec, final, cfg.norms)
+    out["right_stim_drives_left_dn_more"] = {
+        "claim": f"right-side stimulation drives left {g0} more than right {g0}",
+        "results": lat, "supported_per_norm": supported,
+        "criterion": f"mean left {g0} > mean right {g0} under right stimulation, and paired "
+                     f"Wilcoxon over bilateral pairs p < 0.05"}
+    return out
+
+
+def _lateralization(raw, g0, rec, final, labels) -> tuple[dict, dict]:
+    """Left vs right activity of ``g0`` per label (a normalization, or a Poisson rate) and
+    stimulated side: means, contra/ipsi ratio, paired Wilcoxon over bilateral pairs."""
     lat = {}
     pairs = _partner_pairs(raw, g0)   # (left id, right id) bilateral partners in the group
     ids = raw.ids
-    for norm in cfg.norms:
+    for label in labels:
         for sstim in "LR":
-            left, right = final[norm, sstim, g0, "L"], final[norm, sstim, g0, "R"]
+            left, right = final[label, sstim, g0, "L"], final[label, sstim, g0, "R"]
             value = {**dict(zip(ids[rec[g0, "L"]], left)), **dict(zip(ids[rec[g0, "R"]], right))}
             diff = np.array([value[a] - value[b] for a, b in pairs])
             p = wilcoxon_p(diff) if np.any(diff != 0) else 1.0
             contra = "L" if sstim == "R" else "R"
             cm = float(left.mean() if contra == "L" else right.mean())
             im = float(right.mean() if contra == "L" else left.mean())
-            lat[f"{norm}/stim-{sstim}"] = {
+            lat[f"{label}/stim-{sstim}"] = {
                 f"{g0}_L_mean": float(left.mean()), f"{g0}_R_mean": float(right.mean()),
-                "contralateral_over_ipsilateral": cm / im if im > 0 else float("inf"),
+                "contralateral_over_ipsilateral": (cm / im if im > 0 else
+                                                   float("inf") if cm > 0 else float("nan")),
                 "n_pairs": len(pairs), "wilcoxon_p_left_vs_right": p}
-    out["right_stim_drives_left_dn_more"] = {
-        "claim": f"right-side stimulation drives left {g0} more than right {g0}",
-        "results": lat,
-        "supported_per_norm": {
-            norm: bool(lat[f"{norm}/stim-R"][f"{g0}_L_mean"] > lat[f"{norm}/stim-R"][f"{g0}_R_mean"]
-                       and lat[f"{norm}/stim-R"]["wilcoxon_p_left_vs_right"] < 0.05)
-            for norm in cfg.norms},
-        "criterion": f"mean left {g0} > mean right {g0} under right stimulation, and paired "
-                     f"Wilcoxon over bilateral pairs p < 0.05"}
-    return out
+    supported = {
+        label: bool(lat[f"{label}/stim-R"][f"{g0}_L_mean"] > lat[f"{label}/stim-R"][f"{g0}_R_mean"]
+                    and lat[f"{label}/stim-R"]["wilcoxon_p_left_vs_right"] < 0.05)
+        for label in labels}
+    return lat, supported
+
+
+# ---------------------------------------------------------------------------- spiking
+def _lif_network(raw: Connectome, cfg, weights=None):
+    """The LIF network of a config: synapse counts with the config's signs, no
+    normalization (w_syn sets the scale)."""
+    from kairo.reservoir._spiking import LIFNetwork
+
+    c = prepare(raw, norm="none", signs=cfg.signs, inhibitory_fraction=cfg.inhibitory_fraction,
+                inhibitory_types=cfg.inhibitory_types, seed=_seed(cfg.seed, "signs"))
+    w = c.weights if weights is None else weights(c)
+    return LIFNetwork(w, cfg.lif_params(), engine=cfg.engine, device=cfg.device)
+
+
+def _propagate_lif(cfg: PropagateConfig, raw: Connectome) -> dict:
+    """Poisson spikes at each rate into the left or the right stimulation group of a LIF
+    network; firing rates of the record groups per side, a time course and a raster at the
+    highest rate, the lateralization question with spikes next to the rate units' answer."""
+    stim = {side: raw.select(**_group_kw(cfg.stim_group), side=side) for side in ("L", "R")}
+    rec = {(g, side): raw.select(**_group_kw(g), side=side)
+           for g in cfg.record_groups for side in ("L", "R")}
+    groups = {("stimulated", side): idx for side, idx in stim.items()} | rec
+    flip = cfg.convention != "pre-to-post"
+    net = _lif_network(raw, cfg, (lambda c: c.weights.T.tocsr()) if flip else None)
+    p = net.params
+    bin_steps = max(1, p.steps(10.0))
+    rows, course, final, rasters = [], [], {}, {}
+    top = max(cfg.rates)
+    labels = [f"lif {r:g} Hz" for r in cfg.rates]
+    for ri, (rate, label) in enumerate(zip(cfg.rates, labels)):
+        for si, sside in enumerate(("L", "R")):
+            out = net.run(cfg.duration_ms, input_neurons=stim[sside], rate_hz=rate,
+                          trials=cfg.trials, seed=[cfg.seed, 5, ri, si])
+            r = out.rates_hz()                                    # (trials, n)
+            for (g, side), idx in groups.items():
+                per_trial = r[:, idx].mean(1)
+                rows.append({"rate_hz": rate, "stimulated": sside, "group": g, "side": side,
+                             "n_neurons": idx.size, "mean_rate_hz": float(per_trial.mean()),
+                             "sd_over_trials": float(per_trial.std(ddof=1))
+                             if cfg.trials > 1 else 0.0,
+                             "active_fraction": float((r[:, idx] > 0).mean())})
+                final[label, sside, g, side] = r[:, idx].mean(0)
+            if rate == top:
+                b = out.binned(bin_steps)                            # (trials, bins, n)
+                hz = 1000.0 / (bin_steps * p.dt)
+                for (g, side), idx in groups.items():
+                    curve = b[:, :, idx].mean(axis=(0, 2)) * hz
+                    course += [{"stimulated": sside, "group": g, "side": side,
+                                "t_ms": (k + 1) * bin_steps * p.dt, "rate_hz": float(v)}
+                               for k, v in enumerate(curve)]
+                first = out.trial == 0
+                rasters[sside] = (out.step[first] * p.dt, out.neuron[first])
+    g0 = cfg.record_groups[0]
+    lat, supported = _lateralization(raw, g0, rec, final, labels)
+    rate_units = propagate_experiment(dataclasses.replace(cfg, dynamics="rate"), raw)
+    hyp = {"right_stim_drives_left_dn_more": {
+        "claim": f"right-side stimulation drives left {g0} more than right {g0} (spikes)",
+        "results": lat, "supported_per_rate": supported,
+        "criterion": f"mean left {g0} rate > mean right {g0} rate under right stimulation, "
+                     f"and paired Wilcoxon over bilateral pairs (trial-mean rates) p < 0.05"},
+        "rate_units": rate_units["hypotheses"]}
+    return {"table": pd.DataFrame(rows), "timecourse": pd.DataFrame(course),
+            "rasters": rasters, "groups": groups, "hypotheses": hyp,
+            "convention": rate_units["convention"]}
+
+
+def screen_experiment(cfg: ScreenConfig, raw: Connectome | None = None) -> dict:
+    """An activation screen in the style of Shiu et al. 2024: ``trials`` trials with Poisson
+    input into the stimulated group and as many baseline trials without it (both with the
+    background input, if any); every neuron's rate increase, a two-sided Mann–Whitney test
+    per neuron over trials, Benjamini–Hochberg q values, a raster of the top responders."""
+    from scipy.stats import false_discovery_control, mannwhitneyu
+
+    raw = raw if raw is not None else load_for(cfg)
+    stim = raw.group(cfg.stim_group)
+    net = _lif_network(raw, cfg)
+    n = raw.n_neurons
+    rate = np.zeros(n)
+    if cfg.background_group and cfg.background_rate > 0:
+        rate[raw.group(cfg.background_group)] = cfg.background_rate
+    base_rate = rate.copy()
+    rate[stim] = cfg.rate
+
+    def trials(r, tag):
+        idx = np.flatnonzero(r > 0)
+        if idx.size == 0:                  # no input: the network stays at rest
+            return np.zeros((cfg.trials, n)), None
+        out = net.run(cfg.duration_ms, input_neurons=idx, rate_hz=r[idx], trials=cfg.trials,
+                      seed=[cfg.seed, 6, tag])
+        return out.rates_hz(), out
+
+    on, out = trials(rate, 0)
+    off, _ = trials(base_rate, 1)
+    with np.errstate(all="ignore"):
+        p = np.asarray(mannwhitneyu(on, off, alternative="two-sided", axis=0).pvalue, float)
+    p = np.where(np.isfinite(p), p, 1.0)          # identical samples (e.g. silent in both)
+    q = false_discovery_control(p)
+    t = raw.neurons
+    table = pd.DataFrame({
+        "neuron_id": raw.ids, "celltype": t["celltype"].to_numpy(),
+        "side": t["side"].to_numpy(), "annotations": t["annotations"].to_numpy(),
+        "stimulated": np.isin(np.arange(n), stim),
+        "rate_hz": on.mean(0), "rate_sd": on.std(0, ddof=1),
+        "baseline_hz": off.mean(0), "increase_hz": on.mean(0) - off.mean(0), "p": p, "q": q})
+    table["responds"] = table.q < cfg.alpha_fdr
+    table = table.sort_values(["increase_hz", "neuron_id"], ascending=[False, True],
+                              kind="stable").reset_index(drop=True)
+    table.insert(0, "rank", np.arange(1, n + 1))
+    by_type = (table[~table.stimulated].groupby("celltype")
+               .agg(n_neurons=("rank", "size"), n_responding=("responds", "sum"),
+                    mean_increase_hz=("increase_hz", "mean"),
+                    max_increase_hz=("increase_hz", "max"))
+               .sort_values("mean_increase_hz", ascending=False).reset_index())
+    pos = {i: k for k, i in enumerate(raw.ids)}
+    shown = table[~table.stimulated].head(cfg.top)
+    rows = np.array([pos[i] for i in shown.neuron_id], dtype=np.int64)
+    first = out.trial == 0
+    return {"table": table, "by_celltype": by_type, "n_stimulated": int(stim.size),
+            "raster": (out.step[first] * net.params.dt, out.neuron[first]),
+            "raster_rows": rows, "raster_labels": [f"{c} {s}" for c, s in
+                                                   zip(shown.celltype, shown.side)]}
 
 
 def _partner_pairs(raw: Connectome, group: str) -> list[tuple[int, int]]:

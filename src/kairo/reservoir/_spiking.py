@@ -1,0 +1,507 @@
+r"""Spiking dynamics: leaky integrate-and-fire (LIF) neurons on any connectome.
+
+The model is Shiu et al.'s whole-brain fly model (Nature 634, 210–219, 2024; parameters from
+their public repository philshiu/Drosophila_brain_model, ``model.py``), for every neuron:
+
+.. math::
+
+    \tau_m \dot v = v_{rest} - v + g, \qquad \tau_{syn} \dot g = -g
+
+both frozen while the neuron is refractory. When ``v > v_th`` (and the neuron is not
+refractory) it spikes: ``v ← v_reset``, ``g ← 0``, and after the transmission delay every
+postsynaptic neuron ``j`` gets ``g_j += w_syn · n_ij`` (``n_ij`` the signed synapse count).
+A refractory neuron ignores arriving events, as Brian2's ``(unless refractory)`` flag makes
+every write to ``v`` and ``g`` but the reset conditional on ``not_refractory``.
+An input spike adds ``input_weight`` to ``v`` directly (Shiu's Poisson input, 250 · w_syn,
+enough to make a resting neuron spike on the next step).
+
+Integration is exact over each step (the linear system's solution, Brian2's ``linear`` method),
+and a step runs in the order of Brian2's default schedule: state update, threshold, delivery of
+delayed synaptic events and input spikes, reset. So given the same input spikes the network
+fires the same spikes as Brian2 (tests/reservoir/test_spiking.py runs both).
+
+Two engines compute the same thing: ``numba`` is event-driven on the CPU (only a spiking
+neuron's out-synapses are touched; delays in a ring buffer; trials in parallel), ``torch``
+steps a batch of trials as dense tensors with a sparse product per step and runs on CUDA.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from numba import njit
+
+from kairo._errors import KairoError
+from kairo.reservoir._config import SPIKING_ENGINES, LIFParams
+
+__all__ = ["LIFParams", "LIFNetwork", "SpikeTrains", "SPIKING_ENGINES", "brian2_run"]
+
+_CHUNK = 1000          # steps per call into the kernel: bounds the input and spike buffers
+
+
+@dataclass
+class SpikeTrains:
+    """Spikes of a run: one row per spike (``trial``, ``step``, ``neuron``), time-ordered
+    within each trial, plus what is needed to read them."""
+
+    trial: np.ndarray
+    step: np.ndarray
+    neuron: np.ndarray
+    n_neurons: int
+    n_trials: int
+    n_steps: int
+    dt: float
+
+    @property
+    def times_ms(self) -> np.ndarray:
+        return self.step * self.dt
+
+    @property
+    def duration_ms(self) -> float:
+        return self.n_steps * self.dt
+
+    def counts(self) -> np.ndarray:
+        """Spike counts, shape (n_trials, n_neurons)."""
+        out = np.zeros((self.n_trials, self.n_neurons), dtype=np.int64)
+        np.add.at(out, (self.trial, self.neuron), 1)
+        return out
+
+    def rates_hz(self) -> np.ndarray:
+        """Firing rates in Hz, shape (n_trials, n_neurons)."""
+        return self.counts() / (self.duration_ms / 1000.0)
+
+    def binned(self, bin_steps: int) -> np.ndarray:
+        """Spike counts per bin of ``bin_steps`` steps, shape (n_trials, n_bins, n_neurons)."""
+        if bin_steps < 1:
+            raise KairoError(f"bin_steps must be ≥ 1, got {bin_steps}")
+        n_bins = -(-self.n_steps // bin_steps)
+        out = np.zeros((self.n_trials, n_bins, self.n_neurons), dtype=np.int32)
+        np.add.at(out, (self.trial, self.step // bin_steps, self.neuron), 1)
+        return out
+
+
+# ---------------------------------------------------------------------------- numba kernel
+@njit(cache=True, nogil=True)
+def _advance(s0, n_steps, v, g, last, ring, ref, indptr, indices, wdata, ev_ptr, ev_idx,
+             v_rest, v_reset, v_th, a_m, a_s, c, w_in, out_step, out_neuron):
+    """Steps s0 … s0+n_steps−1 of one trial; returns (steps done, spikes written). Stops early
+    when the spike buffer might overflow (the caller empties it and calls again)."""
+    n = v.shape[0]
+    d = ring.shape[0]
+    spk = np.empty(n, np.int64)
+    free = np.empty(n, np.bool_)
+    n_out = 0
+    for k in range(n_steps):
+        s = s0 + k
+        if n_out + n > out_step.shape[0]:
+            return k, n_out
+        row = ring[s % d]
+        m = 0
+        for i in range(n):
+            ok = s - last[i] >= ref[i]
+            if ok:                                     # not refractory: integrate, threshold
+                gi = g[i]
+                vi = v_rest + a_m * (v[i] - v_rest) + c * gi
+                g[i] = a_s * gi
+                v[i] = vi
+                if vi > v_th:
+                    spk[m] = i
+                    m += 1
+                    last[i] = s
+                    ok = False
+                else:
+                    g[i] += row[i]                     # events sent `delay` steps ago
+            free[i] = ok
+            row[i] = 0.0
+        for e in range(ev_ptr[k], ev_ptr[k + 1]):
+            j = ev_idx[e]
+            if free[j]:
+                v[j] += w_in
+        for q in range(m):                             # reset, then send the new spikes
+            i = spk[q]
+            v[i] = v_reset
+            g[i] = 0.0
+            for p in range(indptr[i], indptr[i + 1]):
+                row[indices[p]] += wdata[p]
+            out_step[n_out] = s
+            out_neuron[n_out] = i
+            n_out += 1
+    return n_steps, n_out
+
+
+# ---------------------------------------------------------------------------- the network
+class LIFNetwork:
+    """A network of LIF neurons wired by a connectome.
+
+    Parameters
+    ----------
+    connectome : Connectome or sparse matrix, shape (n_neurons, n_neurons)
+        Signed synapse counts, pre → post (``kairo.connectome.prepare(..., norm="none",
+        signs=...)``); each entry is multiplied by ``params.w_syn``.
+    params : LIFParams
+    engine : {"auto", "numba", "torch"}
+        ``numba``: event-driven on the CPU; ``torch``: dense steps of all trials at once on
+        ``device``; ``auto``: torch when CUDA is available (and ``device`` is not "cpu"),
+        else numba.
+    device : str
+        torch device for the torch engine ("auto", "cpu", "cuda", …).
+    """
+
+    def __init__(self, connectome, params: LIFParams | None = None, *, engine: str = "auto",
+                 device: str = "auto"):
+        from kairo.connectome import Connectome
+
+        w = connectome.weights if isinstance(connectome, Connectome) else connectome
+        if not sp.issparse(w):
+            w = np.asarray(w)
+            if w.ndim != 2:
+                raise KairoError(f"LIF weights must be a square matrix, got shape {w.shape}")
+        if w.shape[0] != w.shape[1]:
+            raise KairoError(f"LIF weights must be square, got shape {w.shape}")
+        w = sp.csr_matrix(w, dtype=np.float64)
+        if not np.all(np.isfinite(w.data)):
+            raise KairoError("LIF weights contain NaN or infinite values")
+        if engine not in SPIKING_ENGINES:
+            raise KairoError(f"unknown engine {engine!r}; expected one of "
+                             f"{', '.join(SPIKING_ENGINES)}")
+        self.params = params if params is not None else LIFParams()
+        if not isinstance(self.params, LIFParams):
+            raise KairoError(f"params must be a LIFParams, got {type(params).__name__}")
+        w.sort_indices()
+        self.weights = w * self.params.w_syn          # mV added to g per presynaptic spike
+        self.n_neurons = w.shape[0]
+        self.engine, self.device = _resolve(engine, device)
+
+    # ----------------------------------------------------------------- inputs
+    def _positions(self, idx, name: str) -> np.ndarray:
+        idx = np.asarray(idx)
+        if idx.ndim != 1 or (idx.size and not np.issubdtype(idx.dtype, np.integer)):
+            raise KairoError(f"{name}: expected a 1-D array of neuron positions, got "
+                             f"shape {idx.shape} and dtype {idx.dtype}")
+        if idx.size and (idx.min() < 0 or idx.max() >= self.n_neurons):
+            raise KairoError(f"{name}: positions must be in [0, {self.n_neurons}), got "
+                             f"{int(idx.min())}…{int(idx.max())}")
+        return idx.astype(np.int64)
+
+    def _events(self, k0: int, n: int, poisson, given, rng) -> tuple[np.ndarray, np.ndarray]:
+        """One trial's input spikes in steps k0 … k0+n−1, as CSR over steps (ptr, neurons)."""
+        steps, neurons = [], []
+        if poisson is not None:
+            idx, prob = poisson
+            ks, js = np.nonzero(rng.random((n, idx.size)) < prob)
+            steps.append(ks)
+            neurons.append(idx[js])
+        if given is not None:
+            gs, gn = given
+            sel = (gs >= k0) & (gs < k0 + n)
+            steps.append(gs[sel] - k0)
+            neurons.append(gn[sel])
+        ks = np.concatenate(steps) if steps else np.zeros(0, np.int64)
+        js = np.concatenate(neurons) if neurons else np.zeros(0, np.int64)
+        order = np.argsort(ks, kind="stable")
+        ptr = np.zeros(n + 1, np.int64)
+        ptr[1:] = np.cumsum(np.bincount(ks, minlength=n))
+        return ptr, js[order].astype(np.int64)
+
+    # ----------------------------------------------------------------- run
+    def run(self, duration_ms: float, *, input_neurons=None, rate_hz=0.0, input_spikes=None,
+            trials: int = 1, seed=None, progress: bool = False) -> SpikeTrains:
+        """Simulate ``duration_ms`` from rest, ``trials`` independent trials.
+
+        Parameters
+        ----------
+        input_neurons : int array, optional
+            Positions driven by Poisson spike trains of ``rate_hz`` (a number, or one per
+            input neuron); each trial draws its own trains from ``seed``.
+        input_spikes : (times_ms, neurons), optional
+            A given input spike train (the same in every trial), e.g. to compare with another
+            simulator.
+        """
+        p = self.params
+        try:
+            duration_ms = float(duration_ms)
+        except (TypeError, ValueError) as exc:
+            raise KairoError(f"duration_ms must be a number, got {duration_ms!r}") from exc
+        if not duration_ms > 0:
+            raise KairoError(f"duration_ms must be > 0, got {duration_ms}")
+        if int(trials) < 1:
+            raise KairoError(f"trials must be ≥ 1, got {trials}")
+        trials = int(trials)
+        n_steps = p.steps(duration_ms)
+        if n_steps < 1:
+            raise KairoError(f"duration_ms {duration_ms} is shorter than one step "
+                             f"(dt = {p.dt} ms)")
+        ref = np.full(self.n_neurons, p.steps(p.refractory), np.int64)
+        poisson = None
+        if input_neurons is not None:
+            idx = self._positions(input_neurons, "input_neurons")
+            rate = np.broadcast_to(np.asarray(rate_hz, dtype=np.float64), idx.shape) \
+                if np.ndim(rate_hz) == 0 or np.shape(rate_hz) == idx.shape else None
+            if rate is None:
+                raise KairoError(f"rate_hz: expected a number or one rate per input neuron "
+                                 f"({idx.size}), got shape {np.shape(rate_hz)}")
+            if not np.all(np.isfinite(rate)) or (rate < 0).any():
+                raise KairoError(f"rate_hz: rates must be finite and ≥ 0 Hz, got "
+                                 f"{rate.min() if rate.size else rate}")
+            prob = rate * p.dt / 1000.0
+            if (prob > 1).any():
+                raise KairoError(f"rate_hz: {rate.max()} Hz exceeds one spike per step "
+                                 f"(dt = {p.dt} ms allows at most {1000 / p.dt:g} Hz)")
+            poisson = (idx, prob)
+            ref[idx] = p.steps(p.input_refractory)
+        given = None
+        if input_spikes is not None:
+            try:
+                times, neurons = input_spikes
+            except (TypeError, ValueError) as exc:
+                raise KairoError("input_spikes: expected a pair (times_ms, neurons)") from exc
+            times = np.asarray(times, dtype=np.float64)
+            neurons = self._positions(neurons, "input_spikes neurons")
+            if times.shape != neurons.shape:
+                raise KairoError(f"input_spikes: {times.size} times but {neurons.size} "
+                                 f"neurons")
+            if times.size and (not np.all(np.isfinite(times)) or times.min() < 0
+                               or times.max() >= duration_ms):
+                raise KairoError(f"input_spikes: times must lie in [0, {duration_ms}) ms")
+            steps = ((times + 1e-3 * p.dt) / p.dt).astype(np.int64)
+            given = (steps, neurons)
+            ref[np.unique(neurons)] = p.steps(p.input_refractory)
+        rng = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(trials)]
+        run = self._run_numba if self.engine == "numba" else self._run_torch
+        trial, step, neuron = run(n_steps, trials, ref, poisson, given, rng, progress)
+        return SpikeTrains(trial, step, neuron, self.n_neurons, trials, n_steps, p.dt)
+
+    def _chunks(self, n_steps: int, progress: bool):
+        from kairo._progress import progress as bar
+
+        starts = range(0, n_steps, _CHUNK)
+        return bar(starts, desc="LIF", unit="chunk") if progress else starts
+
+    def _run_numba(self, n_steps, trials, ref, poisson, given, rng, progress):
+        from concurrent.futures import ThreadPoolExecutor
+
+        p = self.params
+        n = self.n_neurons
+        a_m, a_s, c = p.propagator()
+        w = self.weights
+        indptr, indices = w.indptr.astype(np.int64), w.indices.astype(np.int64)
+        state = [(np.full(n, p.v_rest), np.zeros(n), np.full(n, -(1 << 40), np.int64),
+                  np.zeros((p.delay_steps, n))) for _ in range(trials)]
+        cap = max(4 * n, 1 << 16)
+        parts: list[list] = [[] for _ in range(trials)]
+
+        def trial_chunk(t: int, k0: int, m: int) -> None:
+            v, g, last, ring = state[t]
+            ev_ptr, ev_idx = self._events(k0, m, poisson, given, rng[t])
+            out_step, out_neuron = np.empty(cap, np.int64), np.empty(cap, np.int64)
+            k = 0
+            while k < m:                      # the kernel stops when its buffer may fill
+                done, n_out = _advance(k0 + k, m - k, v, g, last, ring, ref, indptr, indices,
+                                       w.data, ev_ptr[k:], ev_idx, p.v_rest, p.v_reset,
+                                       p.v_threshold, a_m, a_s, c, p.input_weight, out_step,
+                                       out_neuron)
+                parts[t].append((out_step[:n_out].copy(), out_neuron[:n_out].copy()))
+                k += done
+
+        workers = min(trials, os.cpu_count() or 1)
+        with ThreadPoolExecutor(workers) as ex:       # the kernel releases the GIL
+            for k0 in self._chunks(n_steps, progress):
+                m = min(_CHUNK, n_steps - k0)
+                list(ex.map(lambda t: trial_chunk(t, k0, m), range(trials)))
+        return _concat(parts)
+
+    def _run_torch(self, n_steps, trials, ref, poisson, given, rng, progress):
+        import torch
+
+        p = self.params
+        n = self.n_neurons
+        dev = torch.device(self.device)
+        f64 = torch.float64
+        a_m, a_s, c = p.propagator()
+        wt = self.weights.T.tocsr()                        # post × pre: input = W_postpre @ spk
+        with warnings.catch_warnings():   # "sparse CSR support is in beta" is noise here
+            warnings.simplefilter("ignore", UserWarning)
+            w = torch.sparse_csr_tensor(torch.from_numpy(wt.indptr.astype(np.int64)),
+                                        torch.from_numpy(wt.indices.astype(np.int64)),
+                                        torch.from_numpy(wt.data), size=wt.shape, dtype=f64,
+                                        device=dev)
+        v = torch.full((trials, n), p.v_rest, dtype=f64, device=dev)
+        g = torch.zeros((trials, n), dtype=f64, device=dev)
+        last = torch.full((trials, n), -(1 << 40), dtype=torch.int64, device=dev)
+        refs = torch.from_numpy(ref).to(dev)
+        d = p.delay_steps
+        ring = torch.zeros((d, trials, n), dtype=f64, device=dev)
+        out = []
+        for k0 in self._chunks(n_steps, progress):
+            m = min(_CHUNK, n_steps - k0)
+            drive = np.zeros((m, trials, n))
+            for t in range(trials):
+                ev_ptr, ev_idx = self._events(k0, m, poisson, given, rng[t])
+                ks = np.repeat(np.arange(m), np.diff(ev_ptr))
+                np.add.at(drive, (ks, t, ev_idx), p.input_weight)
+            drive = torch.from_numpy(drive).to(dev)
+            for k in range(m):
+                s = k0 + k
+                free = (s - last) >= refs
+                v = torch.where(free, p.v_rest + a_m * (v - p.v_rest) + c * g, v)
+                g = torch.where(free, a_s * g, g)
+                spk = free & (v > p.v_threshold)
+                last = torch.where(spk, s, last)
+                slot = s % d
+                free = free & ~spk
+                g = torch.where(free, g + ring[slot], g)
+                v = torch.where(free, v + drive[k], v)
+                v = torch.where(spk, p.v_reset, v)
+                g = torch.where(spk, 0.0, g)
+                ring[slot] = (w @ spk.T.to(f64)).T
+                hit = spk.nonzero()
+                if hit.numel():
+                    out.append(torch.cat([hit[:, :1], torch.full_like(hit[:, :1], s),
+                                          hit[:, 1:]], 1).cpu())
+        if not out:
+            z = np.zeros(0, np.int64)
+            return z, z.copy(), z.copy()
+        a = torch.cat(out).numpy()
+        order = np.lexsort((a[:, 2], a[:, 1], a[:, 0]))
+        a = a[order]
+        return a[:, 0].copy(), a[:, 1].copy(), a[:, 2].copy()
+
+
+def _concat(parts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    trial, step, neuron = [], [], []
+    for t, chunks in enumerate(parts):
+        for s, i in chunks:
+            trial.append(np.full(s.size, t, np.int64))
+            step.append(s)
+            neuron.append(i)
+    if not step:
+        z = np.zeros(0, np.int64)
+        return z, z.copy(), z.copy()
+    return np.concatenate(trial), np.concatenate(step), np.concatenate(neuron)
+
+
+def _resolve(engine: str, device: str) -> tuple[str, str]:
+    if engine == "numba" and device not in ("auto", "cpu"):
+        raise KairoError(f"device {device!r} needs engine torch (numba runs on the CPU)")
+    if engine == "numba":
+        return "numba", "cpu"
+    import torch
+
+    cuda = torch.cuda.is_available()
+    if engine == "auto":
+        if device == "cpu" or not cuda:
+            return "numba", "cpu"
+        return "torch", "cuda" if device == "auto" else device
+    dev = ("cuda" if cuda else "cpu") if device == "auto" else device
+    if dev.startswith("cuda") and not cuda:
+        raise KairoError("device cuda requested but CUDA is not available")
+    return "torch", dev
+
+
+# ---------------------------------------------------------------------------- Brian2
+def brian2_run(net: LIFNetwork, duration_ms: float, *, input_neurons=None, rate_hz=0.0,
+               input_spikes=None, seed=None, target: str = "numpy",
+               directory: str | None = None) -> tuple[SpikeTrains, dict]:
+    """The same network in Brian2 (the reference simulator), one trial.
+
+    Returns the spikes and the timing: ``total_s``, the wall time of ``Network.run`` (with
+    code generation and compilation; for ``target="cpp_standalone"`` also the build in
+    ``directory`` and the binary's run), and ``run_s``, the simulation alone (the binary's
+    own run time in standalone mode, else ``total_s``). ``target``: "numpy", "cython" or
+    "cpp_standalone". Poisson input uses Brian2's own random numbers, so only given
+    ``input_spikes`` reproduce kairo's spikes exactly.
+    """
+
+    try:
+        import brian2 as b2
+    except ImportError as exc:
+        raise KairoError("brian2_run needs the brian2 package (pip install brian2)") from exc
+    p = net.params
+    if target not in ("numpy", "cython", "cpp_standalone"):
+        raise KairoError(f"target: expected numpy, cython or cpp_standalone, got {target!r}")
+    standalone = target == "cpp_standalone"
+    with warnings.catch_warnings():
+        return _brian2(b2, net, p, duration_ms, input_neurons, rate_hz, input_spikes, seed,
+                       target, standalone, directory)
+
+
+def _brian2(b2, net, p, duration_ms, input_neurons, rate_hz, input_spikes, seed, target,
+            standalone, directory):
+    import time
+
+    if standalone:
+        b2.set_device("cpp_standalone", directory=directory, build_on_run=False)
+    else:
+        b2.set_device("runtime")
+        b2.prefs.codegen.target = target
+    try:
+        warnings.simplefilter("ignore", DeprecationWarning)   # brian2's pyparsing calls
+        ms, mv, hz = b2.ms, b2.mV, b2.Hz
+        b2.defaultclock.dt = p.dt * ms
+        if seed is not None:
+            b2.seed(int(seed))
+        ns = {"v_rest": p.v_rest * mv, "v_reset": p.v_reset * mv, "v_th": p.v_threshold * mv,
+              "tau_m": p.tau_m * ms, "tau_syn": p.tau_syn * ms, "w_in": p.input_weight * mv}
+        eqs = """
+        dv/dt = (v_rest - v + g) / tau_m : volt (unless refractory)
+        dg/dt = -g / tau_syn : volt (unless refractory)
+        rfc : second
+        """
+        # fixed names: the same network generates the same code, so Brian2's cache of
+        # compiled code (cython) is hit on a second run
+        neu = b2.NeuronGroup(net.n_neurons, eqs, method="exact", threshold="v > v_th",
+                             reset="v = v_reset; g = 0*mV", refractory="rfc", namespace=ns,
+                             name="lif")
+        neu.v = p.v_rest * mv
+        neu.g = 0 * mv
+        rfc = np.full(net.n_neurons, p.refractory)
+        objs = [neu]
+        coo = net.weights.tocoo()
+        syn = b2.Synapses(neu, neu, "w : volt", on_pre="g += w", delay=p.delay * ms,
+                          name="lif_synapses")
+        syn.connect(i=coo.row, j=coo.col)
+        syn.w = coo.data * mv
+        objs.append(syn)
+        if input_spikes is not None:
+            times, neurons = (np.asarray(a) for a in input_spikes)
+            targets, src = np.unique(neurons, return_inverse=True)
+            gen = b2.SpikeGeneratorGroup(targets.size, src, times * ms, name="lif_given")
+            s_in = b2.Synapses(gen, neu, on_pre="v += w_in", namespace=ns,
+                               name="lif_given_synapses")
+            s_in.connect(i=np.arange(targets.size), j=targets)
+            objs += [gen, s_in]
+            rfc[targets] = p.input_refractory
+        if input_neurons is not None:
+            idx = np.asarray(input_neurons)
+            rates = np.broadcast_to(np.asarray(rate_hz, float), idx.shape)
+            pg = b2.PoissonGroup(idx.size, rates * hz, name="lif_poisson")
+            s_p = b2.Synapses(pg, neu, on_pre="v += w_in", namespace=ns,
+                              name="lif_poisson_synapses")
+            s_p.connect(i=np.arange(idx.size), j=idx)
+            objs += [pg, s_p]
+            rfc[idx] = p.input_refractory
+        neu.rfc = rfc * ms
+        mon = b2.SpikeMonitor(neu, name="lif_spikes")
+        network = b2.Network(objs + [mon])
+        t0 = time.perf_counter()
+        network.run(duration_ms * ms, namespace={})
+        if standalone:
+            b2.device.build(directory=directory, compile=True, run=True)
+        timing = {"total_s": time.perf_counter() - t0}
+        timing["run_s"] = (float(b2.device._last_run_time) if standalone
+                           else timing["total_s"])
+        step = np.round(np.asarray(mon.t / ms) / p.dt).astype(np.int64)
+        neuron = np.asarray(mon.i, dtype=np.int64)
+    finally:
+        if standalone:
+            b2.device.reinit()
+            b2.device.activate()
+            b2.set_device("runtime")
+    order = np.lexsort((neuron, step))
+    trains = SpikeTrains(np.zeros(step.size, np.int64), step[order], neuron[order],
+                         net.n_neurons, 1, p.steps(duration_ms), p.dt)
+    return trains, timing
