@@ -227,7 +227,7 @@ def test_screen_with_background_and_dale_signs(winding):
 
 @pytest.mark.parametrize("kw, text", [
     ({"tau_m": -1.0}, "tau_m"), ({"rates": (-5.0,)}, "rates"), ({"dt": 3.0}, "refractory"), ({"dt": 2.0}, "delay"),
-    ({"trials": 0}, "trials"), ({"engine": "nest"}, "engine")])
+    ({"trials": 0}, "trials"), ({"spiking_engine": "nest"}, "spiking_engine")])
 def test_propagate_config_errors(kw, text):
     from kairo.reservoir import PropagateConfig
 
@@ -274,3 +274,78 @@ def test_the_commands_write_their_files(tmp_path, data_dir):
     assert main(["reservoir", "propagate", "--dynamics", "lif", "--tau-m", "-3", "--out",
                  str(tmp_path / "bad")]) == 2
     assert not (tmp_path / "bad").exists()
+
+
+# ---------------------------------------------------------------------------- LSM
+def test_lsm_counts_and_traces_read_the_same_spikes(winding):
+    from kairo.reservoir import SpikingReservoir
+
+    net = LIFNetwork(winding, engine="numba")
+    sens = winding.select(celltype="sensory")
+    u = np.random.default_rng(0).uniform(-0.5, 0.5, 120)
+    kw = dict(input_neurons=sens, rate_hz=100.0, rate_gain=200.0, step_ms=5.0, seed=3)
+    counts = SpikingReservoir(net, states="counts", **kw).run(u)
+    trace = SpikingReservoir(net, states="trace", trace_tau_ms=20.0, **kw).run(u)
+    again = SpikingReservoir(net, states="counts", **kw).run(u)
+    assert counts.shape == trace.shape == (120, winding.n_neurons)
+    assert np.array_equal(counts, again)                      # seeded
+    assert np.array_equal(counts, np.round(counts)) and counts.min() >= 0
+    assert counts[:, sens].sum() > 0.5 * 100 * 0.005 * sens.size * 120
+    # each step: trace = decayed trace + this step's spikes, each weighted by e^(−age/τ) with
+    # age in (0, 5 ms]
+    d = np.exp(-5.0 / 20.0)
+    prev = np.vstack([np.zeros(winding.n_neurons), trace[:-1]]) * d
+    assert np.all(trace <= prev + counts + 1e-9)
+    assert np.all(trace >= prev + counts * d - 1e-9)
+
+
+def test_lsm_input_rates_and_errors(winding):
+    from kairo.reservoir import SpikingReservoir
+
+    net = LIFNetwork(winding, engine="numba")
+    res = SpikingReservoir(net, input_neurons=[0, 1, 2], n_inputs=2,
+                           input_weights=np.array([[1.0, -1.0, 0.5], [0.0, 0.0, 1.0]]),
+                           rate_hz=50.0, rate_gain=100.0)
+    r = res.rates(np.array([[1.0, 0.0], [0.0, -1.0]]))
+    assert r.tolist() == [[150.0, 0.0, 100.0], [50.0, 50.0, 0.0]]    # clipped at 0
+    with pytest.raises(KairoError, match="shape"):
+        res.rates(np.zeros((4, 3)))
+    with pytest.raises(KairoError, match="NaN"):
+        res.rates(np.full((4, 2), np.nan))
+    with pytest.raises(KairoError, match="input_weights"):
+        SpikingReservoir(net, input_neurons=[0, 1], input_weights=np.ones((1, 3)))
+    with pytest.raises(KairoError, match="step_ms"):
+        SpikingReservoir(net, input_neurons=[0], step_ms=0.01)
+    with pytest.raises(KairoError, match="states"):
+        SpikingReservoir(net, input_neurons=[0], states="voltage")
+
+
+def test_lsm_tasks_and_nulls(winding):
+    """The spiking reservoir runs the rate units' tasks, readouts and null comparison."""
+    from kairo.reservoir import (CompareConfig, RunConfig, build_spiking_reservoir,
+                                 compare_experiment, run_experiment)
+    from kairo.connectome import null_model
+
+    # projection neurons read out: 206 features keep the ridge cheap, and they fire
+    small = dict(dynamics="lif", n_train=400, n_test=150, washout=50, cv=3, readout_group="PN")
+    m = run_experiment(RunConfig(task="memory-capacity", max_delay=10, **small), winding)
+    assert 0.1 < m["mc"] < 10 and m["_resolved"] == {"engine": "numba (LIF)"}
+    m2 = run_experiment(RunConfig(task="memory-capacity", max_delay=10, **small), winding)
+    assert m2["mc"] == m["mc"]
+    r = compare_experiment(CompareConfig(task="narma10", nulls=2, workers=1,
+                                         null_models=("rewire", "gaussian"), **small), winding)
+    assert set(r["table"].model) == {"real", "rewire", "gaussian"}
+    assert np.isfinite(r["table"].nrmse).all()
+    # the Gaussian null's weights are rescaled to the synapse counts' mean magnitude
+    g = null_model(winding, "gaussian", seed=0)
+    res, c = build_spiking_reservoir(g, RunConfig(**small), 1, signs="keep",
+                                     strength_of=winding)
+    w = res.network.weights.data / res.network.params.w_syn
+    assert abs(w).mean() == pytest.approx(winding.weights.data.mean())
+
+
+def test_reservoir_sweep_refuses_lif():
+    from kairo.reservoir import SweepConfig
+
+    with pytest.raises(ConfigError, match="dynamics"):
+        SweepConfig(dynamics="lif")

@@ -16,11 +16,12 @@ _LAZY = {
         "TASKS", "TaskData", "make_task", "narma", "mackey_glass", "lorenz", "nrmse", "r2",
         "memory_capacity", "accuracy")},
     **{name: "kairo.reservoir._experiments" for name in (
-        "build_reservoir", "evaluate", "run_experiment", "compare_experiment",
+        "build_reservoir", "build_spiking_reservoir", "evaluate", "run_experiment",
+        "compare_experiment",
         "sweep_experiment", "propagate_experiment", "connectome_inputs")},
     "null_stats": "kairo._stats",
     **{name: "kairo.reservoir._spiking" for name in (
-        "LIFNetwork", "SpikeTrains", "brian2_run")},
+        "LIFNetwork", "SpikeTrains", "SpikingReservoir", "brian2_run")},
     "screen_experiment": "kairo.reservoir._experiments",
 }
 
@@ -31,7 +32,7 @@ __all__ = ["Reservoir", "ACTIVATIONS", "ENGINES", "INPUT_WEIGHTS", "StreamingRid
            "evaluate", "run_experiment", "compare_experiment", "sweep_experiment",
            "propagate_experiment", "screen_experiment", "connectome_inputs", "null_stats",
            "DYNAMICS", "LIFParams", "LIFSettings", "ScreenConfig", "LIFNetwork", "SpikeTrains",
-           "brian2_run"]
+           "SpikingReservoir", "build_spiking_reservoir", "brian2_run"]
 
 
 def __getattr__(name: str):

@@ -26,6 +26,7 @@ DTYPES = ("float64", "float32")
 SWEEP_PARAMS = ("alpha", "spectral_radius", "leak", "input_gain", "bias")
 DYNAMICS = ("rate", "lif")
 SPIKING_ENGINES = ("auto", "numba", "torch")
+STATES = ("counts", "trace")
 # names of kairo.connectome and kairo.reservoir's tasks, repeated here so that building a config
 # imports neither (tests/reservoir/test_config.py keeps them equal)
 NORMALIZATIONS = ("none", "spectral", "row", "column")
@@ -111,9 +112,11 @@ class LIFSettings:
                                  "one input spike makes a spike)")
     input_refractory: float = option(0.0, "LIF: refractory period of input-driven neurons "
                                      "(ms; Shiu et al.: 0)")
-    engine: str = option("auto", "LIF engine: numba (event-driven CPU), torch (batched, "
-                         "CUDA), auto (torch on a GPU, else numba)", choices=SPIKING_ENGINES)
-    device: str = option("auto", "device of the torch LIF engine", choices=DEVICES)
+    spiking_engine: str = option("auto", "LIF engine: numba (event-driven CPU), torch "
+                                 "(batched trials, CUDA), auto (torch on a GPU, else numba)",
+                                 choices=SPIKING_ENGINES)
+    device: str = option("auto", "device of the torch engines: cpu, cuda or auto (cuda when "
+                         "available)", choices=DEVICES)
 
     def lif_params(self) -> LIFParams:
         return LIFParams(**{f.name: getattr(self, f.name) for f in fields(LIFParams)})
@@ -132,9 +135,12 @@ class ConnectomeSource:
 
 
 @dataclass(frozen=True)
-class ReservoirSettings(ConnectomeSource):
+class ReservoirSettings(LIFSettings, ConnectomeSource):
     """How a connectome becomes a reservoir (shared by the reservoir commands)."""
 
+    dynamics: str = option("rate", "rate (tanh/linear units on the normalized connectome) or "
+                           "lif (a liquid state machine: spiking neurons on synapse counts, "
+                           "the input as Poisson rates)", choices=DYNAMICS)
     norm: str = option("spectral", "connectome normalization: none, spectral (to "
                        "--spectral-radius), row (out-weights sum to 1), column",
                        choices=NORMALIZATIONS)
@@ -165,11 +171,25 @@ class ReservoirSettings(ConnectomeSource):
     device: str = option("auto", "device of the torch engine: cpu, cuda or auto (cuda when "
                          "available)", choices=DEVICES)
     dtype: str = option("float64", "floating-point type of the states", choices=DTYPES)
+    input_rate: float = option(100.0, "--dynamics lif: Poisson rate (Hz) of an input neuron "
+                               "at input 0", low=0)
+    rate_gain: float = option(200.0, "--dynamics lif: rate change (Hz) per unit of input "
+                              "(times the input weight; rates clipped at 0)")
+    step_ms: float = option(10.0, "--dynamics lif: simulated time per task step (ms)",
+                            above=0)
+    lsm_states: str = option("trace", "--dynamics lif: readout states: spike counts per "
+                             "step or spike traces filtered by --trace-tau", choices=STATES)
+    trace_tau: float = option(50.0, "--dynamics lif: time constant of the spike traces (ms)",
+                              above=0)
     seed: int = option(0, "the run's seed (input weights, task series, Dale signs, null "
-                       "models)")
+                       "models, Poisson input)")
 
     def __post_init__(self):
         check_fields(self)
+        self.lif_params()
+        if self.dynamics == "lif" and self.step_ms < self.dt:
+            raise ConfigError(f"step_ms ({self.step_ms} ms) must be at least one time step "
+                              f"dt ({self.dt} ms)")
         if self.engine == "scipy" and self.device == "cuda":
             raise ConfigError("device: cuda needs --engine torch or auto (the scipy engine "
                               "runs on the CPU)")
@@ -232,6 +252,10 @@ class SweepConfig(CompareConfig):
 
     def __post_init__(self):
         super().__post_init__()
+        if self.dynamics == "lif":
+            raise ConfigError("dynamics: reservoir sweep runs rate units only; sweep a spiking "
+                              "reservoir's options (--w-syn, --input-rate, …) with kairo sweep "
+                              "over reservoir compare --dynamics lif")
         if not self.values:
             raise ConfigError("values must hold at least one number")
         checks = {"leak": (lambda v: 0 < v <= 1, "in (0, 1]"),

@@ -31,7 +31,8 @@ from kairo.reservoir._readout import StreamingRidgeCV
 from kairo.reservoir._tasks import HEADLINE, TaskData, accuracy, make_task, memory_capacity, \
     nrmse, r2
 
-__all__ = ["load_for", "connectome_inputs", "build_reservoir", "evaluate", "run_experiment",
+__all__ = ["load_for", "connectome_inputs", "build_reservoir", "build_spiking_reservoir",
+           "evaluate", "run_experiment",
            "compare_experiment", "sweep_experiment", "propagate_experiment",
            "screen_experiment"]
 
@@ -98,9 +99,36 @@ def build_reservoir(c: Connectome, cfg: ReservoirSettings, n_inputs: int, **over
                      dtype=s.dtype, device=s.device)
 
 
-def _resolved(res: Reservoir) -> dict:
+def build_spiking_reservoir(raw: Connectome, cfg: ReservoirSettings, n_inputs: int, *,
+                            signs: str | None = None, strength_of: Connectome | None = None):
+    """The liquid state machine of a config (``dynamics="lif"``): a LIF network on the
+    signed synapse counts (no normalization), the input group's Poisson rates coding the
+    task input. ``strength_of``: rescale the weights so their mean magnitude equals that
+    connectome's (the Gaussian null's N(0, 1) weights would otherwise be far weaker than
+    synapse counts)."""
+    from kairo.reservoir._spiking import LIFNetwork, SpikingReservoir
+
+    c = prepare(raw, norm="none", signs=signs or cfg.signs,
+                inhibitory_fraction=cfg.inhibitory_fraction,
+                inhibitory_types=cfg.inhibitory_types, seed=_seed(cfg.seed, "signs"))
+    w = c.weights
+    if strength_of is not None and w.nnz:
+        w = w * (abs(strength_of.weights.data).mean() / abs(w.data).mean())
+    net = LIFNetwork(w, cfg.lif_params(), engine="numba")
+    return SpikingReservoir(net, input_neurons=c.group(cfg.input_group),
+                            readout_neurons=c.group(cfg.readout_group), n_inputs=n_inputs,
+                            input_weights=cfg.input_weights, input_gain=cfg.input_gain,
+                            rate_hz=cfg.input_rate, rate_gain=cfg.rate_gain,
+                            step_ms=cfg.step_ms, states=cfg.lsm_states,
+                            trace_tau_ms=cfg.trace_tau,
+                            seed=np.random.default_rng(_seed(cfg.seed, "input"))), c
+
+
+def _resolved(res) -> dict:
     """What the config's "auto" engine and device became (for run.json)."""
     engine = res.resolve_engine(1)
+    if engine == "numba":
+        return {"engine": "numba (LIF)"}
     return {"engine": engine, **({"device": res.resolve_device()} if engine == "torch" else {})}
 
 
@@ -181,9 +209,12 @@ def run_experiment(cfg: RunConfig, raw: Connectome | None = None) -> dict:
     """One reservoir on one task: its metrics, plus the test targets and predictions under
     ``_y``/``_y_hat`` and what "auto" resolved to under ``_resolved``."""
     raw = raw if raw is not None else load_for(cfg)
-    c = _prepared(raw, cfg)
     data = task_for(cfg)
-    res = build_reservoir(c, cfg, n_inputs=data.u.shape[1])
+    if cfg.dynamics == "lif":
+        res, c = build_spiking_reservoir(raw, cfg, n_inputs=data.u.shape[1])
+    else:
+        c = _prepared(raw, cfg)
+        res = build_reservoir(c, cfg, n_inputs=data.u.shape[1])
     m = evaluate(res, data, cv=cfg.cv, readout=cfg.readout, keep_predictions=True)
     m["connectome"] = repr(c)
     m["n_input_neurons"] = int(res.input_neurons.size)
@@ -264,6 +295,13 @@ def _score_job(job: _Job) -> dict:
     # the Gaussian ESN is signed by construction; everything else gets cfg.signs
     signs = "keep" if cond.kind == "gaussian" else None
     override = dict(job.override)
+    if job.cfg.dynamics == "lif":
+        res, c = build_spiking_reservoir(
+            cond.graph, job.cfg, job.data.u.shape[1], signs=signs,
+            strength_of=job.condition.graph if cond.kind == "gaussian" else None)
+        with _thread_limit(_JOB_THREADS):
+            m = evaluate(res, job.data, cv=job.cfg.cv, readout=job.cfg.readout)
+        return {**m, "connectome": repr(c), "_resolved": _resolved(res)}
     c = _prepared(cond.graph, job.cfg, signs=signs, **override)
     res = build_reservoir(c, job.cfg, n_inputs=job.data.u.shape[1], **override)
     if res.resolve_engine(1) == "torch":
@@ -441,7 +479,7 @@ def _lif_network(raw: Connectome, cfg, weights=None):
     c = prepare(raw, norm="none", signs=cfg.signs, inhibitory_fraction=cfg.inhibitory_fraction,
                 inhibitory_types=cfg.inhibitory_types, seed=_seed(cfg.seed, "signs"))
     w = c.weights if weights is None else weights(c)
-    return LIFNetwork(w, cfg.lif_params(), engine=cfg.engine, device=cfg.device)
+    return LIFNetwork(w, cfg.lif_params(), engine=cfg.spiking_engine, device=cfg.device)
 
 
 def _propagate_lif(cfg: PropagateConfig, raw: Connectome) -> dict:

@@ -36,9 +36,10 @@ import scipy.sparse as sp
 from numba import njit
 
 from kairo._errors import KairoError
-from kairo.reservoir._config import SPIKING_ENGINES, LIFParams
+from kairo.reservoir._config import SPIKING_ENGINES, STATES, LIFParams
 
-__all__ = ["LIFParams", "LIFNetwork", "SpikeTrains", "SPIKING_ENGINES", "brian2_run"]
+__all__ = ["LIFParams", "LIFNetwork", "SpikeTrains", "SpikingReservoir", "SPIKING_ENGINES",
+           "STATES", "brian2_run"]
 
 _CHUNK = 1000          # steps per call into the kernel: bounds the input and spike buffers
 
@@ -175,6 +176,7 @@ class LIFNetwork:
         self.weights = w * self.params.w_syn          # mV added to g per presynaptic spike
         self.n_neurons = w.shape[0]
         self.engine, self.device = _resolve(engine, device)
+        self._csr = None                              # the kernel's arrays, made on first use
 
     # ----------------------------------------------------------------- inputs
     def _positions(self, idx, name: str) -> np.ndarray:
@@ -281,31 +283,45 @@ class LIFNetwork:
         starts = range(0, n_steps, _CHUNK)
         return bar(starts, desc="LIF", unit="chunk") if progress else starts
 
+    def _numba_state(self) -> tuple:
+        """One trial's state at rest: v, g, last spike step, delay ring buffer."""
+        p, n = self.params, self.n_neurons
+        return (np.full(n, p.v_rest), np.zeros(n), np.full(n, -(1 << 40), np.int64),
+                np.zeros((p.delay_steps, n)))
+
+    def _numba_advance(self, state, ref, k0: int, m: int, ev_ptr, ev_idx
+                       ) -> tuple[np.ndarray, np.ndarray]:
+        """Steps k0 … k0+m−1 of one trial (state updated in place); its spikes."""
+        p = self.params
+        if self._csr is None:
+            w = self.weights
+            self._csr = (w.indptr.astype(np.int64), w.indices.astype(np.int64), w.data,
+                         *p.propagator())
+        indptr, indices, data, a_m, a_s, c = self._csr
+        v, g, last, ring = state
+        cap = max(4 * self.n_neurons, 1 << 16)
+        out_step, out_neuron = np.empty(cap, np.int64), np.empty(cap, np.int64)
+        steps, neurons = [], []
+        k = 0
+        while k < m:                          # the kernel stops when its buffer may fill
+            done, n_out = _advance(k0 + k, m - k, v, g, last, ring, ref, indptr, indices,
+                                   data, ev_ptr[k:], ev_idx, p.v_rest, p.v_reset,
+                                   p.v_threshold, a_m, a_s, c, p.input_weight, out_step,
+                                   out_neuron)
+            steps.append(out_step[:n_out].copy())
+            neurons.append(out_neuron[:n_out].copy())
+            k += done
+        return np.concatenate(steps), np.concatenate(neurons)
+
     def _run_numba(self, n_steps, trials, ref, poisson, given, rng, progress):
         from concurrent.futures import ThreadPoolExecutor
 
-        p = self.params
-        n = self.n_neurons
-        a_m, a_s, c = p.propagator()
-        w = self.weights
-        indptr, indices = w.indptr.astype(np.int64), w.indices.astype(np.int64)
-        state = [(np.full(n, p.v_rest), np.zeros(n), np.full(n, -(1 << 40), np.int64),
-                  np.zeros((p.delay_steps, n))) for _ in range(trials)]
-        cap = max(4 * n, 1 << 16)
+        state = [self._numba_state() for _ in range(trials)]
         parts: list[list] = [[] for _ in range(trials)]
 
         def trial_chunk(t: int, k0: int, m: int) -> None:
-            v, g, last, ring = state[t]
             ev_ptr, ev_idx = self._events(k0, m, poisson, given, rng[t])
-            out_step, out_neuron = np.empty(cap, np.int64), np.empty(cap, np.int64)
-            k = 0
-            while k < m:                      # the kernel stops when its buffer may fill
-                done, n_out = _advance(k0 + k, m - k, v, g, last, ring, ref, indptr, indices,
-                                       w.data, ev_ptr[k:], ev_idx, p.v_rest, p.v_reset,
-                                       p.v_threshold, a_m, a_s, c, p.input_weight, out_step,
-                                       out_neuron)
-                parts[t].append((out_step[:n_out].copy(), out_neuron[:n_out].copy()))
-                k += done
+            parts[t].append(self._numba_advance(state[t], ref, k0, m, ev_ptr, ev_idx))
 
         workers = min(trials, os.cpu_count() or 1)
         with ThreadPoolExecutor(workers) as ex:       # the kernel releases the GIL
@@ -400,6 +416,128 @@ def _resolve(engine: str, device: str) -> tuple[str, str]:
     if dev.startswith("cuda") and not cuda:
         raise KairoError("device cuda requested but CUDA is not available")
     return "torch", dev
+
+
+# ---------------------------------------------------------------------------- LSM
+
+
+class SpikingReservoir:
+    """A liquid state machine on a LIF network: the reservoir tasks and readouts of the rate
+    units, unchanged, on spikes.
+
+    Each task step lasts ``step_ms``. During it input neuron ``k`` fires Poisson spikes at
+    ``clip(rate_hz + rate_gain · (u(t) W_in)_k, 0, 1000 / dt)`` Hz, ``W_in`` drawn like the
+    rate reservoir's (U(−1, 1), U(0, 1) or 1, times ``input_gain``). The state of a readout
+    neuron at step t is its spike count during the step (``states="counts"``) or its spike
+    train filtered by exp(−t / ``trace_tau_ms``) read at the step's end (``"trace"``).
+    ``stream`` yields ``(start, states)`` chunks as :class:`Reservoir.stream` does, so
+    :func:`kairo.reservoir.evaluate` trains and scores a readout on it as on rate units.
+    One stream, on the numba engine (event-driven; the task is one long trial).
+    """
+
+    def __init__(self, network: LIFNetwork, *, input_neurons, readout_neurons=None,
+                 n_inputs: int = 1, input_weights="uniform", input_gain: float = 1.0,
+                 rate_hz: float = 100.0, rate_gain: float = 100.0, step_ms: float = 10.0,
+                 states: str = "counts", trace_tau_ms: float = 20.0, seed=None):
+        from kairo.reservoir._config import INPUT_WEIGHTS
+
+        if not isinstance(network, LIFNetwork):
+            raise KairoError(f"network must be a LIFNetwork, got {type(network).__name__}")
+        self.network = network
+        p = network.params
+        self.input_neurons = network._positions(np.asarray(input_neurons), "input_neurons")
+        self.readout_neurons = (np.arange(network.n_neurons) if readout_neurons is None else
+                                network._positions(np.asarray(readout_neurons),
+                                                   "readout_neurons"))
+        if self.input_neurons.size == 0:
+            raise KairoError("input_neurons: the input group selects no neuron")
+        for name, v, ok, text in (("rate_hz", rate_hz, rate_hz >= 0, "≥ 0"),
+                                  ("step_ms", step_ms, step_ms >= p.dt, f"≥ dt ({p.dt} ms)"),
+                                  ("trace_tau_ms", trace_tau_ms, trace_tau_ms > 0, "> 0"),
+                                  ("n_inputs", n_inputs, int(n_inputs) >= 1, "≥ 1")):
+            if not ok or not np.isfinite(v):
+                raise KairoError(f"{name} must be {text}, got {v}")
+        if states not in STATES:
+            raise KairoError(f"states must be one of {', '.join(STATES)}, got {states!r}")
+        self.n_inputs = int(n_inputs)
+        self.rate_hz, self.rate_gain = float(rate_hz), float(rate_gain)
+        self.bin = p.steps(step_ms)
+        self.step_ms = self.bin * p.dt
+        self.states, self.trace_tau_ms = states, float(trace_tau_ms)
+        self._rng = np.random.default_rng(seed)
+        shape = (self.n_inputs, self.input_neurons.size)
+        if isinstance(input_weights, str):
+            if input_weights not in INPUT_WEIGHTS:
+                raise KairoError(f"unknown input_weights {input_weights!r}; expected one of "
+                                 f"{', '.join(INPUT_WEIGHTS)} or an array")
+            w_in = {"uniform": lambda: self._rng.uniform(-1, 1, shape),
+                    "positive": lambda: self._rng.uniform(0, 1, shape),
+                    "constant": lambda: np.ones(shape)}[input_weights]()
+        else:
+            w_in = np.asarray(input_weights, dtype=np.float64)
+            if w_in.shape != shape:
+                raise KairoError(f"input_weights: expected shape {shape}, got {w_in.shape}")
+        self.input_weights_ = w_in * float(input_gain)
+        self._poisson_rng = np.random.default_rng(self._rng.integers(2**63))
+
+    @property
+    def n_readout(self) -> int:
+        return int(self.readout_neurons.size)
+
+    def resolve_engine(self, n_streams: int = 1) -> str:
+        return "numba"
+
+    def rates(self, u) -> np.ndarray:
+        """Input rates (Hz) per task step and input neuron, shape (T, n_input_neurons)."""
+        u = np.asarray(u, dtype=np.float64)
+        u = u[:, None] if u.ndim == 1 else u
+        if u.ndim != 2 or u.shape[1] != self.n_inputs:
+            raise KairoError(f"u must have shape (steps, {self.n_inputs}) (one stream), got "
+                             f"{np.shape(u)}")
+        if not np.all(np.isfinite(u)):
+            raise KairoError("u contains NaN or infinite values")
+        hi = 1000.0 / self.network.params.dt
+        return np.clip(self.rate_hz + self.rate_gain * (u @ self.input_weights_), 0.0, hi)
+
+    def stream(self, u, *, chunk: int = 50, progress_bar: bool | None = None):
+        """Yield ``(start, states)`` for consecutive chunks of ``chunk`` task steps, from
+        rest; states have shape (steps, n_readout)."""
+        net, p = self.network, self.network.params
+        rates = self.rates(u)
+        ref = np.full(net.n_neurons, p.steps(p.refractory), np.int64)
+        ref[self.input_neurons] = p.steps(p.input_refractory)
+        state = net._numba_state()
+        pos = np.full(net.n_neurons, -1, np.int64)
+        pos[self.readout_neurons] = np.arange(self.n_readout)
+        decay_bin = np.exp(-self.step_ms / self.trace_tau_ms)
+        trace = np.zeros(self.n_readout)
+        idx = self.input_neurons
+        for s in range(0, rates.shape[0], chunk):
+            r = rates[s:s + chunk]
+            n_task = r.shape[0]
+            m = n_task * self.bin
+            k0 = s * self.bin
+            prob = np.repeat(r, self.bin, axis=0) * (p.dt / 1000.0)
+            ev_ptr, ev_idx = net._events(k0, m, (idx, prob), None, self._poisson_rng)
+            steps, neurons = net._numba_advance(state, ref, k0, m, ev_ptr, ev_idx)
+            keep = pos[neurons] >= 0
+            col, local = pos[neurons[keep]], steps[keep] - k0
+            b = local // self.bin
+            out = np.zeros((n_task, self.n_readout))
+            if self.states == "counts":
+                np.add.at(out, (b, col), 1.0)
+            else:
+                # each spike's contribution at the end of its bin, then bins chained by decay
+                age = ((b + 1) * self.bin - local) * p.dt
+                np.add.at(out, (b, col), np.exp(-age / self.trace_tau_ms))
+                for t in range(n_task):
+                    trace = trace * decay_bin + out[t]
+                    out[t] = trace
+            yield s, out
+
+    def run(self, u) -> np.ndarray:
+        """All states at once, shape (T, n_readout)."""
+        return np.concatenate([x for _, x in self.stream(u)])
 
 
 # ---------------------------------------------------------------------------- Brian2
