@@ -3,8 +3,9 @@
 The demo is a list of (command, config) steps, each run through :func:`kairo._app.execute`
 exactly as ``kairo <command> --config <step>/config.yaml`` would run it: the connectome
 reservoir (lateralization, one task per normalization, the real connectome against every null
-model, a gain sweep), the embodied fly, a logic-gate circuit (trained, exported, verified, sized
-for an FPGA) and a time-series classifier with attention pooling.
+model, a gain sweep, a spiking activation screen), the embodied fly, a logic-gate circuit
+(trained, exported, verified, sized for an FPGA) and a time-series classifier with attention
+pooling.
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ class Step:
 
 # the time-series demo's model (docs/attention.md explains the choice)
 def _reservoir_steps(ddir: str, quick: bool) -> list[Step]:
-    from kairo.reservoir import CompareConfig, PropagateConfig, RunConfig, SweepConfig
+    from kairo.reservoir import (CompareConfig, PropagateConfig, RunConfig, ScreenConfig,
+                                 SweepConfig)
 
     size = (dict(n_train=300, n_test=100, washout=100, max_delay=20, cv=3) if quick else
             dict(n_train=2000, n_test=1000, washout=300))
@@ -75,6 +77,11 @@ def _reservoir_steps(ddir: str, quick: bool) -> list[Step]:
              SweepConfig(task="narma10", norm="row", nulls=2, null_models=("rewire", "gaussian"),
                          values=(0.5, 1.0) if quick else (0.25, 0.5, 1.0, 1.5), **many),
              "NARMA-10 error against the global gain α, real wiring and two null models."),
+        Step("spiking-screen", "reservoir screen",
+             ScreenConfig(data_dir=ddir, trials=8 if quick else 30,
+                          duration_ms=300.0 if quick else 1000.0),
+             "Spiking neurons (LIF, Shiu et al. 2024): Poisson input into the left olfactory "
+             "sensory neurons; every neuron ranked by its rate increase over baseline."),
     ]
 
 

@@ -43,6 +43,7 @@ _HEADLINE = {
     "reservoir run": ("task", "nrmse", "mc", "r2"),
     "reservoir compare": ("metric", "real"),
     "reservoir sweep": ("metric", "param"),
+    "reservoir screen": ("n_stimulated", "n_responding"),
     "fly run": ("final_distance", "success"),
     "logic train": ("test_accuracy_circuit", "gates_after"),
     "logic verify": ("verify.accuracy", "verify.all_bit_exact"),

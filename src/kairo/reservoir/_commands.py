@@ -65,11 +65,14 @@ def _run(cfg: RunConfig, rd) -> str:
         ax = fig.subplots()
         ax.plot(y[:n, 0], "k-", lw=1.2, label="target")
         ax.plot(y_hat[:n, 0], "-", color="tab:red", lw=1, label="readout")
-        key = "accuracy" if "accuracy" in m else "nrmse"
+        key = next(k for k in ("trial_accuracy", "accuracy", "nrmse") if k in m)
         ax.set(xlabel="test step", title=f"{cfg.task}: {key} = {m[key]:.4g} ({cfg.norm} norm)")
         ax.legend(loc="upper right")
         rd.add("test_predictions.png", fig)
         text = f"{key} = {m[key]:.4g}" + (f", R² = {m['r2']:.4f}" if "r2" in m else "")
+        if "n_test_trials" in m:
+            text += (f" over {m['n_test_trials']} test trials (decision steps "
+                     f"{m['decision_step_accuracy']:.4g})")
     return f"{cfg.task} on {m['connectome']}: {text}"
 
 

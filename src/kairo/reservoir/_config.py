@@ -199,7 +199,9 @@ class ReservoirSettings(LIFSettings, ConnectomeSource):
 class RunConfig(ReservoirSettings):
     """One reservoir on one task."""
 
-    task: str = option("memory-capacity", "reservoir task", choices=TASK_NAMES)
+    task: str = option("memory-capacity", f"reservoir task: {', '.join(TASK_NAMES)}, or "
+                       "ngym:<Name> for a NeuroGym task (PerceptualDecisionMaking, "
+                       "ContextDecisionMaking, DelayMatchSample, GoNogo, …)")
     n_train: int = option(4000, "training steps (after the washout)", low=1)
     n_test: int = option(1000, "test steps", low=1)
     washout: int = option(500, "initial steps discarded before training", low=0)
@@ -211,10 +213,23 @@ class RunConfig(ReservoirSettings):
                      low=1)
     readout: str = option("ridge", "readout: ridge, or logistic (classification tasks)",
                           choices=("ridge", "logistic"))
+    ngym_dt: float = option(100.0, "ngym tasks: ms per task step (NeuroGym's dt)", above=0)
+    ngym_timing: tuple[str, ...] = option((), "ngym tasks: comma-separated period=ms "
+                                          "durations, e.g. stimulus=500,decision=200")
+    ngym_sigma: float | None = option(None, "ngym tasks: input noise sd (the task's default "
+                                      "if unset)", low=0)
+    ngym_cohs: tuple[float, ...] = option((), "ngym tasks with coherences "
+                                          "(PerceptualDecisionMaking): comma-separated "
+                                          "coherence levels")
 
     def __post_init__(self):
         super().__post_init__()
-        if self.readout == "logistic" and self.task not in CLASSIFICATION_TASKS:
+        if self.task not in TASK_NAMES and not (self.task.startswith("ngym:")
+                                                and len(self.task) > len("ngym:")):
+            raise ConfigError(f"task: expected one of {', '.join(TASK_NAMES)} or "
+                              f"ngym:<NeuroGym task>, got {self.task!r}")
+        if self.readout == "logistic" and not (self.task in CLASSIFICATION_TASKS
+                                               or self.task.startswith("ngym:")):
             raise ConfigError(f"readout: logistic needs a classification task "
                               f"({', '.join(CLASSIFICATION_TASKS)}), got task {self.task!r}")
 

@@ -134,6 +134,9 @@ def _resolved(res) -> dict:
 
 def task_for(cfg: RunConfig) -> TaskData:
     extra = {} if cfg.horizon is None else {"horizon": cfg.horizon}
+    if cfg.task.startswith("ngym:"):
+        extra.update(dt=cfg.ngym_dt, timing=cfg.ngym_timing, sigma=cfg.ngym_sigma,
+                     cohs=cfg.ngym_cohs)
     return make_task(cfg.task, n_train=cfg.n_train, n_test=cfg.n_test, washout=cfg.washout,
                      max_delay=cfg.max_delay, period=cfg.period, **extra,
                      seed=np.random.default_rng(_seed(cfg.seed, "task")))
@@ -149,7 +152,10 @@ def evaluate(res: Reservoir, data: TaskData, *, cv: int = 5, readout: str = "rid
     """
     train, test = data.train, data.test
     # contiguous K-fold over the training span (folds of ceil(n_train / cv) steps)
-    ridge = StreamingRidgeCV(cv=cv, block=-(-data.n_train // cv),
+    # trial-structured tasks (NeuroGym) train the readout on the decision periods only
+    mask = data.meta.get("mask")
+    n_fit = data.n_train if mask is None else int(mask[train].sum())
+    ridge = StreamingRidgeCV(cv=cv, block=-(-n_fit // cv),
                              alpha_per_target=data.name == "memory-capacity")
     logistic_x, logistic_y = [], []
     labels = data.meta.get("labels")
@@ -158,12 +164,15 @@ def evaluate(res: Reservoir, data: TaskData, *, cv: int = 5, readout: str = "rid
     for s, states in res.stream(data.u[:test.stop]):
         e = s + states.shape[0]
         a, b = max(s, train.start), min(e, train.stop)
-        if a < b:
+        if a < b and (mask is None or mask[a:b].any()):
+            # rows of this chunk (chunk-relative), all of the span or its decision steps
+            rows = (np.arange(a - s, b - s) if mask is None else
+                    np.flatnonzero(mask[a:b]) + (a - s))
             if readout == "ridge":
-                ridge.partial_fit(states[a - s:b - s], data.y[a:b])
+                ridge.partial_fit(states[rows], data.y[rows + s])
             else:
-                logistic_x.append(states[a - s:b - s])
-                logistic_y.append(labels[a:b])
+                logistic_x.append(states[rows])
+                logistic_y.append(labels[rows + s])
         a, b = max(s, test.start), min(e, test.stop)
         if a < b:
             if fitted is None:
@@ -183,6 +192,13 @@ def evaluate(res: Reservoir, data: TaskData, *, cv: int = 5, readout: str = "rid
     if data.name == "memory-capacity":
         mc, curve = memory_capacity(y, y_hat)
         out.update(mc=mc, mc_curve=curve.tolist())
+    elif "trial" in data.meta:
+        from kairo.reservoir._ngym import trial_accuracy
+
+        acc, n_trials = trial_accuracy(data, y_hat, test)
+        dec = data.meta["mask"][test]
+        out.update(trial_accuracy=acc, n_test_trials=n_trials,
+                   decision_step_accuracy=accuracy(labels[test][dec], y_hat[dec]))
     elif data.kind == "classification":
         out.update(accuracy=accuracy(labels[test], y_hat))
     else:
@@ -202,6 +218,8 @@ def _fit_logistic(x, labels):
 
 
 def headline(task: str) -> tuple[str, bool]:
+    if task.startswith("ngym:"):
+        return "trial_accuracy", True
     return HEADLINE[task]
 
 

@@ -134,6 +134,57 @@ def _advance(s0, n_steps, v, g, last, ring, ref, indptr, indices, wdata, ev_ptr,
     return n_steps, n_out
 
 
+# ---------------------------------------------------------------------------- input
+class _Poisson:
+    """Constant-rate Poisson input: a spike in a step with probability p (Brian2's
+    PoissonInput), drawn as geometric gaps between spikes — one draw per spike, not one per
+    step and neuron."""
+
+    def __init__(self, idx: np.ndarray, prob: np.ndarray, rng: np.random.Generator):
+        self.idx, self.p, self.rng = idx, prob, rng
+        self.next = np.full(idx.size, np.iinfo(np.int64).max)
+        live = prob > 0
+        self.next[live] = rng.geometric(prob[live]) - 1          # step of the first spike
+
+    def chunk(self, k0: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+        end = k0 + n
+        steps, who = [], []
+        todo = np.flatnonzero(self.next < end)
+        while todo.size:
+            steps.append(self.next[todo] - k0)
+            who.append(todo)
+            self.next[todo] += self.rng.geometric(self.p[todo])
+            todo = todo[self.next[todo] < end]
+        if not steps:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return np.concatenate(steps), self.idx[np.concatenate(who)]
+
+
+class _Varying:
+    """Poisson input whose rate changes every step: one Bernoulli draw per step and neuron
+    (``prob`` of shape (steps, neurons), consumed chunk by chunk)."""
+
+    def __init__(self, idx: np.ndarray, prob: np.ndarray, rng: np.random.Generator):
+        self.idx, self.prob, self.rng = idx, prob, rng
+
+    def chunk(self, k0: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+        ks, js = np.nonzero(self.rng.random((n, self.idx.size)) < self.prob[:n])
+        self.prob = self.prob[n:]
+        return ks, self.idx[js]
+
+
+class _Given:
+    """A given spike train (steps, neurons), the same in every trial."""
+
+    def __init__(self, steps: np.ndarray, neurons: np.ndarray):
+        order = np.argsort(steps, kind="stable")
+        self.steps, self.neurons = steps[order], neurons[order]
+
+    def chunk(self, k0: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+        a, b = np.searchsorted(self.steps, [k0, k0 + n])
+        return self.steps[a:b] - k0, self.neurons[a:b]
+
+
 # ---------------------------------------------------------------------------- the network
 class LIFNetwork:
     """A network of LIF neurons wired by a connectome.
@@ -189,21 +240,13 @@ class LIFNetwork:
                              f"{int(idx.min())}…{int(idx.max())}")
         return idx.astype(np.int64)
 
-    def _events(self, k0: int, n: int, poisson, given, rng) -> tuple[np.ndarray, np.ndarray]:
-        """One trial's input spikes in steps k0 … k0+n−1, as CSR over steps (ptr, neurons)."""
-        steps, neurons = [], []
-        if poisson is not None:
-            idx, prob = poisson
-            ks, js = np.nonzero(rng.random((n, idx.size)) < prob)
-            steps.append(ks)
-            neurons.append(idx[js])
-        if given is not None:
-            gs, gn = given
-            sel = (gs >= k0) & (gs < k0 + n)
-            steps.append(gs[sel] - k0)
-            neurons.append(gn[sel])
-        ks = np.concatenate(steps) if steps else np.zeros(0, np.int64)
-        js = np.concatenate(neurons) if neurons else np.zeros(0, np.int64)
+    @staticmethod
+    def _events(k0: int, n: int, sources) -> tuple[np.ndarray, np.ndarray]:
+        """One trial's input spikes in steps k0 … k0+n−1 from its sources, as CSR over
+        steps (ptr, neurons)."""
+        parts = [src.chunk(k0, n) for src in sources]
+        ks = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int64)
+        js = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int64)
         order = np.argsort(ks, kind="stable")
         ptr = np.zeros(n + 1, np.int64)
         ptr[1:] = np.cumsum(np.bincount(ks, minlength=n))
@@ -273,8 +316,10 @@ class LIFNetwork:
             given = (steps, neurons)
             ref[np.unique(neurons)] = p.steps(p.input_refractory)
         rng = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(trials)]
+        sources = [([_Poisson(*poisson, r)] if poisson is not None else [])
+                   + ([_Given(*given)] if given is not None else []) for r in rng]
         run = self._run_numba if self.engine == "numba" else self._run_torch
-        trial, step, neuron = run(n_steps, trials, ref, poisson, given, rng, progress)
+        trial, step, neuron = run(n_steps, trials, ref, sources, progress)
         return SpikeTrains(trial, step, neuron, self.n_neurons, trials, n_steps, p.dt)
 
     def _chunks(self, n_steps: int, progress: bool):
@@ -313,14 +358,14 @@ class LIFNetwork:
             k += done
         return np.concatenate(steps), np.concatenate(neurons)
 
-    def _run_numba(self, n_steps, trials, ref, poisson, given, rng, progress):
+    def _run_numba(self, n_steps, trials, ref, sources, progress):
         from concurrent.futures import ThreadPoolExecutor
 
         state = [self._numba_state() for _ in range(trials)]
         parts: list[list] = [[] for _ in range(trials)]
 
         def trial_chunk(t: int, k0: int, m: int) -> None:
-            ev_ptr, ev_idx = self._events(k0, m, poisson, given, rng[t])
+            ev_ptr, ev_idx = self._events(k0, m, sources[t])
             parts[t].append(self._numba_advance(state[t], ref, k0, m, ev_ptr, ev_idx))
 
         workers = min(trials, os.cpu_count() or 1)
@@ -330,7 +375,7 @@ class LIFNetwork:
                 list(ex.map(lambda t: trial_chunk(t, k0, m), range(trials)))
         return _concat(parts)
 
-    def _run_torch(self, n_steps, trials, ref, poisson, given, rng, progress):
+    def _run_torch(self, n_steps, trials, ref, sources, progress):
         import torch
 
         p = self.params
@@ -356,7 +401,7 @@ class LIFNetwork:
             m = min(_CHUNK, n_steps - k0)
             drive = np.zeros((m, trials, n))
             for t in range(trials):
-                ev_ptr, ev_idx = self._events(k0, m, poisson, given, rng[t])
+                ev_ptr, ev_idx = self._events(k0, m, sources[t])
                 ks = np.repeat(np.arange(m), np.diff(ev_ptr))
                 np.add.at(drive, (ks, t, ev_idx), p.input_weight)
             drive = torch.from_numpy(drive).to(dev)
@@ -518,7 +563,7 @@ class SpikingReservoir:
             m = n_task * self.bin
             k0 = s * self.bin
             prob = np.repeat(r, self.bin, axis=0) * (p.dt / 1000.0)
-            ev_ptr, ev_idx = net._events(k0, m, (idx, prob), None, self._poisson_rng)
+            ev_ptr, ev_idx = net._events(k0, m, [_Varying(idx, prob, self._poisson_rng)])
             steps, neurons = net._numba_advance(state, ref, k0, m, ev_ptr, ev_idx)
             keep = pos[neurons] >= 0
             col, local = pos[neurons[keep]], steps[keep] - k0

@@ -228,6 +228,13 @@ HEADLINE = {"memory-capacity": ("mc", True), "narma10": ("nrmse", False),
 
 
 def make_task(name: str, **params) -> TaskData:
+    """A task by name: one of ``TASKS``, or ``ngym:<Name>`` for a NeuroGym task
+    (:func:`kairo.reservoir._ngym.ngym_task`)."""
+    if name.startswith("ngym:"):
+        from kairo.reservoir._ngym import ngym_task
+
+        return ngym_task(name[len("ngym:"):], **params)
     if name not in TASKS:
-        raise KairoError(f"unknown task {name!r}; expected one of {', '.join(TASKS)}")
+        raise KairoError(f"unknown task {name!r}; expected one of {', '.join(TASKS)} or "
+                         f"ngym:<NeuroGym task>")
     return TASKS[name](**params)
