@@ -95,6 +95,8 @@ def main(path: str = "benchmarks/results/reservoir_speed.json") -> None:
         return attention(d)
     if "rounds" in d and "summary" in d:  # a resnet_vs_tsai run
         return paired_resnet(d)
+    if d.get("benchmark") == "spiking_brian2":
+        return print(d["summary"])
     sec = d["sections"]
     print(f"Run: `{d['command']}` on {d['date']}, {d['machine']['cpu_count']} CPUs, "
           f"versions {json.dumps(d['versions'])}.\n")

@@ -14,7 +14,7 @@ _LAZY = {
     "DEFAULT_ALPHAS": "kairo.reservoir._readout",
     **{name: "kairo.reservoir._tasks" for name in (
         "TASKS", "TaskData", "make_task", "narma", "mackey_glass", "lorenz", "nrmse", "r2",
-        "memory_capacity", "accuracy")},
+        "memory_capacity", "accuracy", "ngym_tasks", "ngym_task", "trial_accuracy")},
     **{name: "kairo.reservoir._experiments" for name in (
         "build_reservoir", "build_spiking_reservoir", "evaluate", "run_experiment",
         "compare_experiment",
@@ -32,7 +32,8 @@ __all__ = ["Reservoir", "ACTIVATIONS", "ENGINES", "INPUT_WEIGHTS", "StreamingRid
            "evaluate", "run_experiment", "compare_experiment", "sweep_experiment",
            "propagate_experiment", "screen_experiment", "connectome_inputs", "null_stats",
            "DYNAMICS", "LIFParams", "LIFSettings", "ScreenConfig", "LIFNetwork", "SpikeTrains",
-           "SpikingReservoir", "build_spiking_reservoir", "brian2_run"]
+           "SpikingReservoir", "build_spiking_reservoir", "brian2_run", "ngym_tasks", "ngym_task",
+           "trial_accuracy"]
 
 
 def __getattr__(name: str):

@@ -29,7 +29,7 @@ from kairo.reservoir._config import (CompareConfig, PropagateConfig, ReservoirSe
 from kairo.reservoir._esn import Reservoir
 from kairo.reservoir._readout import StreamingRidgeCV
 from kairo.reservoir._tasks import HEADLINE, TaskData, accuracy, make_task, memory_capacity, \
-    nrmse, r2
+    nrmse, r2, trial_accuracy
 
 __all__ = ["load_for", "connectome_inputs", "build_reservoir", "build_spiking_reservoir",
            "evaluate", "run_experiment",
@@ -193,8 +193,6 @@ def evaluate(res: Reservoir, data: TaskData, *, cv: int = 5, readout: str = "rid
         mc, curve = memory_capacity(y, y_hat)
         out.update(mc=mc, mc_curve=curve.tolist())
     elif "trial" in data.meta:
-        from kairo.reservoir._ngym import trial_accuracy
-
         acc, n_trials = trial_accuracy(data, y_hat, test)
         dec = data.meta["mask"][test]
         out.update(trial_accuracy=acc, n_test_trials=n_trials,
