@@ -87,14 +87,18 @@ class SpikeTrains:
 
 # ---------------------------------------------------------------------------- numba kernel
 @njit(cache=True, nogil=True)
-def _advance(s0, n_steps, v, g, last, ring, ref, indptr, indices, wdata, ev_ptr, ev_idx,
+def _advance(s0, n_steps, v, g, until, ring, ref, indptr, indices, wdata, ev_ptr, ev_idx,
              v_rest, v_reset, v_th, a_m, a_s, c, w_in, out_step, out_neuron):
     """Steps s0 … s0+n_steps−1 of one trial; returns (steps done, spikes written). Stops early
-    when the spike buffer might overflow (the caller empties it and calls again)."""
+    when the spike buffer might overflow (the caller empties it and calls again).
+
+    ``until[i]``: the first step at which neuron i is not refractory. Brian2's rule, free at
+    step t after a spike at s when t − s ≥ refractory, becomes until = s + refractory; a
+    neuron is never free in the step it spikes (its events and input that step are lost),
+    hence s + max(refractory, 1)."""
     n = v.shape[0]
     d = ring.shape[0]
     spk = np.empty(n, np.int64)
-    free = np.empty(n, np.bool_)
     n_out = 0
     for k in range(n_steps):
         s = s0 + k
@@ -103,24 +107,21 @@ def _advance(s0, n_steps, v, g, last, ring, ref, indptr, indices, wdata, ev_ptr,
         row = ring[s % d]
         m = 0
         for i in range(n):
-            ok = s - last[i] >= ref[i]
-            if ok:                                     # not refractory: integrate, threshold
+            r = row[i]
+            row[i] = 0.0
+            if s >= until[i]:                          # not refractory: integrate, threshold
                 gi = g[i]
                 vi = v_rest + a_m * (v[i] - v_rest) + c * gi
-                g[i] = a_s * gi
                 v[i] = vi
                 if vi > v_th:
                     spk[m] = i
                     m += 1
-                    last[i] = s
-                    ok = False
+                    until[i] = s + max(ref[i], 1)
                 else:
-                    g[i] += row[i]                     # events sent `delay` steps ago
-            free[i] = ok
-            row[i] = 0.0
+                    g[i] = a_s * gi + r                # events sent `delay` steps ago
         for e in range(ev_ptr[k], ev_ptr[k + 1]):
             j = ev_idx[e]
-            if free[j]:
+            if s >= until[j]:
                 v[j] += w_in
         for q in range(m):                             # reset, then send the new spikes
             i = spk[q]
@@ -329,9 +330,9 @@ class LIFNetwork:
         return bar(starts, desc="LIF", unit="chunk") if progress else starts
 
     def _numba_state(self) -> tuple:
-        """One trial's state at rest: v, g, last spike step, delay ring buffer."""
+        """One trial's state at rest: v, g, first free step, delay ring buffer."""
         p, n = self.params, self.n_neurons
-        return (np.full(n, p.v_rest), np.zeros(n), np.full(n, -(1 << 40), np.int64),
+        return (np.full(n, p.v_rest), np.zeros(n), np.zeros(n, np.int64),
                 np.zeros((p.delay_steps, n)))
 
     def _numba_advance(self, state, ref, k0: int, m: int, ev_ptr, ev_idx
@@ -343,13 +344,13 @@ class LIFNetwork:
             self._csr = (w.indptr.astype(np.int64), w.indices.astype(np.int64), w.data,
                          *p.propagator())
         indptr, indices, data, a_m, a_s, c = self._csr
-        v, g, last, ring = state
+        v, g, until, ring = state
         cap = max(4 * self.n_neurons, 1 << 16)
         out_step, out_neuron = np.empty(cap, np.int64), np.empty(cap, np.int64)
         steps, neurons = [], []
         k = 0
         while k < m:                          # the kernel stops when its buffer may fill
-            done, n_out = _advance(k0 + k, m - k, v, g, last, ring, ref, indptr, indices,
+            done, n_out = _advance(k0 + k, m - k, v, g, until, ring, ref, indptr, indices,
                                    data, ev_ptr[k:], ev_idx, p.v_rest, p.v_reset,
                                    p.v_threshold, a_m, a_s, c, p.input_weight, out_step,
                                    out_neuron)
