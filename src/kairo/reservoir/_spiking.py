@@ -314,6 +314,9 @@ class LIFNetwork:
                                or times.max() >= duration_ms):
                 raise KairoError(f"input_spikes: times must lie in [0, {duration_ms}) ms")
             steps = ((times + 1e-3 * p.dt) / p.dt).astype(np.int64)
+            if steps.size and steps.max() >= n_steps:    # within 10⁻³ dt of the end
+                raise KairoError(f"input_spikes: times must lie in [0, {duration_ms}) ms; "
+                                 f"{times.max()} ms falls on step {steps.max()} of {n_steps}")
             given = (steps, neurons)
             ref[np.unique(neurons)] = p.steps(p.input_refractory)
         rng = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(trials)]
@@ -397,15 +400,24 @@ class LIFNetwork:
         refs = torch.from_numpy(ref).to(dev)
         d = p.delay_steps
         ring = torch.zeros((d, trials, n), dtype=f64, device=dev)
+        w_in = torch.tensor(p.input_weight, dtype=f64, device=dev)
+        zero = torch.zeros((), dtype=f64, device=dev)
         out = []
         for k0 in self._chunks(n_steps, progress):
             m = min(_CHUNK, n_steps - k0)
-            drive = np.zeros((m, trials, n))
+            # the chunk's input spikes as (trial, neuron) lists per step, not a dense
+            # (steps, trials, neurons) array (GBs on an adult-size graph)
+            ks, ts, ns = [], [], []
             for t in range(trials):
                 ev_ptr, ev_idx = self._events(k0, m, sources[t])
-                ks = np.repeat(np.arange(m), np.diff(ev_ptr))
-                np.add.at(drive, (ks, t, ev_idx), p.input_weight)
-            drive = torch.from_numpy(drive).to(dev)
+                ks.append(np.repeat(np.arange(m), np.diff(ev_ptr)))
+                ts.append(np.full(ev_idx.size, t))
+                ns.append(ev_idx)
+            ks = np.concatenate(ks)
+            order = np.argsort(ks, kind="stable")
+            ptr = np.searchsorted(ks[order], np.arange(m + 1))
+            ev_t = torch.from_numpy(np.concatenate(ts)[order]).to(dev)
+            ev_n = torch.from_numpy(np.concatenate(ns)[order]).to(dev)
             for k in range(m):
                 s = k0 + k
                 free = (s - last) >= refs
@@ -416,7 +428,10 @@ class LIFNetwork:
                 slot = s % d
                 free = free & ~spk
                 g = torch.where(free, g + ring[slot], g)
-                v = torch.where(free, v + drive[k], v)
+                if ptr[k + 1] > ptr[k]:
+                    ti, ni = ev_t[ptr[k]:ptr[k + 1]], ev_n[ptr[k]:ptr[k + 1]]
+                    add = torch.where(free[ti, ni], w_in, zero)
+                    v = v.index_put((ti, ni), add, accumulate=True)
                 v = torch.where(spk, p.v_reset, v)
                 g = torch.where(spk, 0.0, g)
                 ring[slot] = (w @ spk.T.to(f64)).T
