@@ -584,3 +584,53 @@ def test_check_output_path(tmp_path):
     assert "does not exist" in str(exc.value) and str(exc.value).startswith("table")
     with pytest.raises(KairoError, match="is a folder"):
         check_output_path(str(tmp_path), "table")
+
+
+# ---------------------------------------------------------------------------- spiking brain
+def _spiking_chain_brain(**kw):
+    from kairo.embodied import SpikingBrain
+    from kairo.reservoir import LIFNetwork
+
+    # 0 = sensory L → 2 → 3 = DN L with 200 synapses each (one spike makes the next one fire)
+    w = sp.csr_matrix(([200.0, 200.0], ([0, 2], [2, 3])), shape=(5, 5))
+    return SpikingBrain(LIFNetwork(w, engine="numba"), sensory=(np.array([0]), np.array([1])),
+                        descending=(np.array([3]), np.array([4])), interval_ms=20.0, **kw)
+
+
+def test_spiking_brain_rates_follow_the_drive_through_the_chain():
+    brain = _spiking_chain_brain(rate_per_drive=100.0, filter_ms=1e-6, settle_ms=0.0)
+    np.testing.assert_array_equal(brain.reset(0.0), [0.0, 0.0])       # no drive, no spikes
+    out = np.array([brain.step(np.array([1.0, 0.0])) for _ in range(50)])   # 1 s at 100 Hz
+    assert out[:, 0].mean() == pytest.approx(100.0, rel=0.25)       # sensory L at the rate
+    assert (out[:, 1] == 0).all() and (out[:, 3] == 0).all()        # the right side is silent
+    # DN L relays sensory L's spikes (200 synapses make a spike within a few ms), except
+    # those that reach a relay still refractory or integrating the previous one
+    assert 0.4 < out[:, 2].sum() / out[:, 0].sum() <= 1.0
+    again = _spiking_chain_brain(rate_per_drive=100.0, filter_ms=1e-6, settle_ms=0.0)
+    again.reset(0.0)
+    np.testing.assert_array_equal(again.step(np.array([1.0, 0.0])), out[0])   # seeded
+
+
+def test_spiking_brain_filters_descending_rates():
+    brain = _spiking_chain_brain(rate_per_drive=200.0, filter_ms=100.0, settle_ms=0.0)
+    brain.reset(0.0)
+    dn = [brain.step(np.array([1.0, 0.0]))[2] for _ in range(30)]
+    assert dn[0] < dn[-1]                                   # rises towards the rate, smoothly
+    assert max(abs(np.diff(dn))) < 0.25 * max(dn)
+
+
+def test_spiking_brain_and_config_errors(small):
+    from kairo.embodied import SpikingBrain
+    from kairo.reservoir import LIFNetwork
+
+    net = LIFNetwork(small, engine="numba")
+    ok = (np.array([0]), np.array([1]))
+    with pytest.raises(SelectionError, match="sensory"):
+        SpikingBrain(net, sensory=(np.array([0]), np.array([], dtype=int)), descending=ok,
+                     interval_ms=20.0)
+    with pytest.raises(ConfigError, match="filter_ms"):
+        SpikingBrain(net, sensory=ok, descending=ok, interval_ms=20.0, filter_ms=0.0)
+    with pytest.raises(ConfigError, match="tau_m"):
+        FlyConfig(dynamics="lif", tau_m=-1.0)
+    with pytest.raises(ConfigError, match="rate_per_drive"):
+        FlyConfig(dynamics="lif", rate_per_drive=0.0)

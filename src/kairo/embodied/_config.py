@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from kairo._app import check_fields, option
 from kairo._errors import ConfigError
 from kairo._jobs import EXECUTORS
-from kairo.reservoir._config import NORMALIZATIONS, SIGNS, ConnectomeSource
+from kairo.reservoir._config import DYNAMICS, NORMALIZATIONS, SIGNS, ConnectomeSource, \
+    LIFSettings
 
 __all__ = ["FlySettings", "FlyConfig", "TrialsConfig", "ViewConfig", "CONTROLLERS",
            "NULL_CONTROLLERS", "WIRINGS", "SENSING_MODES"]
@@ -22,7 +23,9 @@ __all__ = ["FlySettings", "FlyConfig", "TrialsConfig", "ViewConfig", "CONTROLLER
 # controller name → null model of kairo.connectome (the real wiring is "connectome")
 NULL_CONTROLLERS = {"rewired": "rewire", "weight-shuffle": "weight-shuffle",
                     "random-topology": "random-topology", "gaussian": "gaussian"}
-CONTROLLERS = ("connectome", "braitenberg", "constant", *NULL_CONTROLLERS)
+# "spiking": the connectome as LIF neurons whatever --dynamics says, so that `fly trials`
+# compares a spiking and a rate brain in one run
+CONTROLLERS = ("connectome", "spiking", "braitenberg", "constant", *NULL_CONTROLLERS)
 WIRINGS = ("ipsilateral", "crossed")
 SENSING_MODES = ("relative", "absolute")
 # the fly also keeps the connectome's own signs (reservoir configs draw them)
@@ -30,12 +33,14 @@ _SIGN_MODES = SIGNS + ("keep",)
 
 
 @dataclass(frozen=True)
-class FlySettings(ConnectomeSource):
+class FlySettings(LIFSettings, ConnectomeSource):
     """One closed-loop trial: arena, controller, connectome brain, sensing and motor map."""
 
-    controller: str = option("connectome", "what steers the legs: the connectome, a direct "
-                             "sensor → leg map (braitenberg), a constant drive, or the "
-                             "connectome replaced by a null model", choices=CONTROLLERS)
+    controller: str = option("connectome", "what steers the legs: the connectome (its "
+                             "neurons per --dynamics), the connectome as spiking neurons "
+                             "(spiking), a direct sensor → leg map (braitenberg), a constant "
+                             "drive, or the connectome replaced by a null model",
+                             choices=CONTROLLERS)
     wiring: str = option("ipsilateral", "ipsilateral (left DN → left legs) or crossed",
                          choices=WIRINGS)
     duration: float = option(2.0, "simulated seconds", above=0)
@@ -66,6 +71,15 @@ class FlySettings(ConnectomeSource):
                                   "motor signal")
     descending_right: str = option("DN-VNC:R", "neuron group whose mean activity is the right "
                                    "motor signal")
+    dynamics: str = option("rate", "the brain's neurons: rate (tanh units on the normalized "
+                           "connectome) or lif (spiking neurons on synapse counts; the LIF "
+                           "options apply)", choices=DYNAMICS)
+    rate_per_drive: float = option(100.0, "--dynamics lif: Poisson rate (Hz) of a sensory "
+                                   "neuron per unit of sensory drive", above=0)
+    dn_filter_ms: float = option(100.0, "--dynamics lif: time constant (ms) of the low-pass "
+                                 "filter on the descending rates across decisions", above=0)
+    settle_ms: float = option(300.0, "--dynamics lif: simulated time (ms) the spiking brain "
+                              "settles under the tonic drive before a trial", low=0)
     brain_steps: int = option(10, "reservoir steps per decision interval", low=1)
     leak: float = option(1.0, "leak rate of the reservoir neurons (1: no leak)", above=0,
                          high=1)
@@ -86,6 +100,7 @@ class FlySettings(ConnectomeSource):
 
     def __post_init__(self):
         check_fields(self)
+        self.lif_params()
         half = self.arena_size / 2
         if abs(self.odor_x) >= half or abs(self.odor_y) >= half:
             raise ConfigError(f"odor_x, odor_y: the odor source ({self.odor_x:g}, "

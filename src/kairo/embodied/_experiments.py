@@ -24,7 +24,8 @@ from kairo._jobs import map_jobs, resolve_executor
 from kairo._stats import wilcoxon_p
 from kairo.connectome import load_connectome, null_model, prepare
 from kairo.embodied._config import CONTROLLERS, NULL_CONTROLLERS, FlySettings, TrialsConfig
-from kairo.embodied._loop import ConnectomeBrain, MotorMap, OdorSensing, odor_contrast
+from kairo.embodied._loop import ConnectomeBrain, MotorMap, OdorSensing, SpikingBrain, \
+    odor_contrast
 
 __all__ = ["make_controller", "run_trial", "TrialResult", "trial_plan", "run_trials",
            "summarize_trials", "turning_index", "check_output_path"]
@@ -112,7 +113,7 @@ def _raw_connectome(name: str, compartment: str, data_dir: str | None):
     return load_connectome(name, data_dir=data_dir, compartment=compartment)
 
 
-def _brain_connectome(cfg: FlySettings, null: str | None, seed: int):
+def _brain_connectome(cfg: FlySettings, null: str | None, seed: int, lif: bool = False):
     raw = _raw_connectome(cfg.connectome, cfg.compartment, cfg.data_dir)
     groups = []
     for attr in ("sensory_left", "sensory_right", "descending_left", "descending_right"):
@@ -123,8 +124,10 @@ def _brain_connectome(cfg: FlySettings, null: str | None, seed: int):
         groups.append(idx)
     base = raw if null is None else null_model(raw, null, seed=np.random.SeedSequence(
         [int(seed), 3]))
-    c = prepare(base, norm=cfg.norm, spectral_radius_target=cfg.spectral_radius,
-                alpha=cfg.alpha, signs=cfg.signs, inhibitory_fraction=cfg.inhibitory_fraction,
+    # a spiking brain reads synapse counts (w_syn sets the scale): no normalization, no gain
+    c = prepare(base, norm="none" if lif else cfg.norm,
+                spectral_radius_target=cfg.spectral_radius, alpha=1.0 if lif else cfg.alpha,
+                signs=cfg.signs, inhibitory_fraction=cfg.inhibitory_fraction,
                 seed=np.random.SeedSequence([int(cfg.seed), 2]))
     return c, groups
 
@@ -146,9 +149,21 @@ def make_controller(cfg: FlySettings, name: str | None = None, wiring: str | Non
         motor = MotorMap(gain=cfg.braitenberg_gain, base=cfg.motor_base, wiring=wiring,
                          reference=(cfg.sensing_offset, cfg.sensing_offset))
         return BraitenbergController(sensing, motor)
-    c, (sl, sr, dl, dr) = _brain_connectome(cfg, NULL_CONTROLLERS.get(name), seed)
-    brain = ConnectomeBrain(c, sensory=(sl, sr), descending=(dl, dr), steps=cfg.brain_steps,
-                            leak=cfg.leak, bias=cfg.bias, label=name)
+    lif = cfg.dynamics == "lif" or name == "spiking"
+    c, (sl, sr, dl, dr) = _brain_connectome(cfg, NULL_CONTROLLERS.get(name), seed, lif)
+    if lif:
+        from kairo.reservoir import LIFNetwork
+
+        net = LIFNetwork(c, cfg.lif_params(), engine="numba")
+        brain = SpikingBrain(net, sensory=(sl, sr), descending=(dl, dr),
+                             interval_ms=1000.0 * cfg.decision_interval,
+                             rate_per_drive=cfg.rate_per_drive, filter_ms=cfg.dn_filter_ms,
+                             settle_ms=cfg.settle_ms, seed=np.random.SeedSequence(
+                                 [int(seed), 4]), label=name)
+    else:
+        brain = ConnectomeBrain(c, sensory=(sl, sr), descending=(dl, dr),
+                                steps=cfg.brain_steps, leak=cfg.leak, bias=cfg.bias,
+                                label=name)
     motor = MotorMap(gain=cfg.motor_gain, base=cfg.motor_base, wiring=wiring)
     return BrainController(sensing, brain, motor, fixed_scale=cfg.motor_scale)
 

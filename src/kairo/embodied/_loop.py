@@ -24,7 +24,7 @@ from kairo.embodied._config import SENSING_MODES, WIRINGS
 from kairo.reservoir import Reservoir
 
 __all__ = ["ACTION_RANGE", "WIRINGS", "SENSING_MODES", "OdorSensing", "ConnectomeBrain",
-           "MotorMap", "odor_contrast"]
+           "SpikingBrain", "MotorMap", "odor_contrast"]
 
 ACTION_RANGE = (-0.5, 1.5)          # HybridTurningController's action space
 
@@ -139,6 +139,66 @@ class ConnectomeBrain:
         self.state = self.reservoir.last_state_[0]
         m = states.mean(axis=0)
         return np.array([m[c].mean() for c in self._cols])
+
+
+class SpikingBrain:
+    """The connectome as spiking neurons (:class:`kairo.reservoir.LIFNetwork`), the
+    :class:`ConnectomeBrain` interface: during each decision interval the left and right
+    sensory groups fire Poisson spikes at ``rate_per_drive`` × drive Hz; the outputs are each
+    group's mean firing rate (Hz) over the interval, the descending rates low-pass filtered
+    over decisions (time constant ``filter_ms``: a 20-ms interval holds a few spikes per
+    neuron at most). ``reset`` starts from rest and settles under the tonic drive."""
+
+    def __init__(self, network, *, sensory: tuple[np.ndarray, np.ndarray],
+                 descending: tuple[np.ndarray, np.ndarray], interval_ms: float,
+                 rate_per_drive: float = 100.0, filter_ms: float = 100.0,
+                 settle_ms: float = 300.0, seed=0, label: str = "connectome"):
+        for name, pair in (("sensory", sensory), ("descending", descending)):
+            for side, idx in zip("LR", pair):
+                if np.asarray(idx).size == 0:
+                    raise SelectionError(f"the {name} group for side {side} selects no neurons")
+        for name, v in (("interval_ms", interval_ms), ("filter_ms", filter_ms),
+                        ("rate_per_drive", rate_per_drive)):
+            if not (np.isfinite(v) and v > 0):
+                raise ConfigError(f"{name} must be > 0, got {v}")
+        self.network, self.label = network, label
+        self.interval_ms, self.rate_per_drive = float(interval_ms), float(rate_per_drive)
+        self.settle_ms, self.seed = float(settle_ms), seed
+        self.keep = float(np.exp(-self.interval_ms / float(filter_ms)))
+        sl, sr = (np.asarray(x, dtype=np.int64) for x in sensory)
+        self.inputs = np.union1d(sl, sr)
+        self._in_side = np.stack([np.isin(self.inputs, sl), np.isin(self.inputs, sr)]
+                                 ).astype(float)                    # (2, n_inputs)
+        self.groups = [sl, sr, *(np.asarray(x, dtype=np.int64) for x in descending)]
+        self.baseline = np.zeros(2)
+        self.session = None
+
+    def _interval(self, drive: np.ndarray, ms: float) -> np.ndarray:
+        rate = self.rate_per_drive * (np.asarray(drive, dtype=float) @ self._in_side)
+        _, neurons = self.session.advance(ms, rate)
+        counts = np.bincount(neurons, minlength=self.network.n_neurons)
+        return np.array([counts[g].mean() / (ms / 1000.0) for g in self.groups])
+
+    def reset(self, tonic: float) -> np.ndarray:
+        """Start from rest, settle under equal drive ``tonic``; returns the DN baseline."""
+        from kairo.reservoir import LIFSession
+
+        self.session = LIFSession(self.network, self.inputs, seed=self.seed)
+        drive = np.full(2, float(tonic))
+        if self.settle_ms > 0:
+            self._dn = self._interval(drive, self.settle_ms)[2:]
+        else:
+            self._dn = None
+        out = self.step(drive)
+        self.baseline = out[2:]
+        return self.baseline
+
+    def step(self, drive: np.ndarray) -> np.ndarray:
+        """Run one decision interval; returns rates (sensory L, R, filtered DN L, R) in Hz."""
+        r = self._interval(drive, self.interval_ms)
+        dn = r[2:] if self._dn is None else self.keep * self._dn + (1 - self.keep) * r[2:]
+        self._dn = dn
+        return np.concatenate([r[:2], dn])
 
 
 @dataclass

@@ -21,7 +21,7 @@ _LAZY = {
         "sweep_experiment", "propagate_experiment", "connectome_inputs")},
     "null_stats": "kairo._stats",
     **{name: "kairo.reservoir._spiking" for name in (
-        "LIFNetwork", "SpikeTrains", "SpikingReservoir", "brian2_run")},
+        "LIFNetwork", "LIFSession", "SpikeTrains", "SpikingReservoir", "brian2_run")},
     "screen_experiment": "kairo.reservoir._experiments",
 }
 
@@ -31,7 +31,8 @@ __all__ = ["Reservoir", "ACTIVATIONS", "ENGINES", "INPUT_WEIGHTS", "StreamingRid
            "RunConfig", "CompareConfig", "SweepConfig", "PropagateConfig", "build_reservoir",
            "evaluate", "run_experiment", "compare_experiment", "sweep_experiment",
            "propagate_experiment", "screen_experiment", "connectome_inputs", "null_stats",
-           "DYNAMICS", "LIFParams", "LIFSettings", "ScreenConfig", "LIFNetwork", "SpikeTrains",
+           "DYNAMICS", "LIFParams", "LIFSettings", "ScreenConfig", "LIFNetwork", "LIFSession",
+           "SpikeTrains",
            "SpikingReservoir", "build_spiking_reservoir", "brian2_run", "ngym_tasks", "ngym_task",
            "trial_accuracy"]
 

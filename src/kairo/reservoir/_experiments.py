@@ -567,7 +567,7 @@ def screen_experiment(cfg: ScreenConfig, raw: Connectome | None = None) -> dict:
     base_rate = rate.copy()
     rate[stim] = cfg.rate
 
-    def trials(r, tag):
+    def simulate(r, tag):
         idx = np.flatnonzero(r > 0)
         if idx.size == 0:                  # no input: the network stays at rest
             return np.zeros((cfg.trials, n)), None
@@ -575,8 +575,8 @@ def screen_experiment(cfg: ScreenConfig, raw: Connectome | None = None) -> dict:
                       seed=[cfg.seed, 6, tag])
         return out.rates_hz(), out
 
-    on, out = trials(rate, 0)
-    off, _ = trials(base_rate, 1)
+    on, out = simulate(rate, 0)
+    off, _ = simulate(base_rate, 1)
     with np.errstate(all="ignore"):
         p = np.asarray(mannwhitneyu(on, off, alternative="two-sided", axis=0).pvalue, float)
     p = np.where(np.isfinite(p), p, 1.0)          # identical samples (e.g. silent in both)

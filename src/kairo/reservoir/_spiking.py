@@ -38,8 +38,8 @@ from numba import njit
 from kairo._errors import KairoError
 from kairo.reservoir._config import SPIKING_ENGINES, STATES, LIFParams
 
-__all__ = ["LIFParams", "LIFNetwork", "SpikeTrains", "SpikingReservoir", "SPIKING_ENGINES",
-           "STATES", "brian2_run"]
+__all__ = ["LIFParams", "LIFNetwork", "LIFSession", "SpikeTrains", "SpikingReservoir",
+           "SPIKING_ENGINES", "STATES", "brian2_run"]
 
 _CHUNK = 1000          # steps per call into the kernel: bounds the input and spike buffers
 
@@ -141,11 +141,12 @@ class _Poisson:
     PoissonInput), drawn as geometric gaps between spikes — one draw per spike, not one per
     step and neuron."""
 
-    def __init__(self, idx: np.ndarray, prob: np.ndarray, rng: np.random.Generator):
+    def __init__(self, idx: np.ndarray, prob: np.ndarray, rng: np.random.Generator,
+                 start: int = 0):
         self.idx, self.p, self.rng = idx, prob, rng
         self.next = np.full(idx.size, np.iinfo(np.int64).max)
         live = prob > 0
-        self.next[live] = rng.geometric(prob[live]) - 1          # step of the first spike
+        self.next[live] = start + rng.geometric(prob[live]) - 1  # step of the first spike
 
     def chunk(self, k0: int, n: int) -> tuple[np.ndarray, np.ndarray]:
         end = k0 + n
@@ -477,6 +478,49 @@ def _resolve(engine: str, device: str) -> tuple[str, str]:
     if dev.startswith("cuda") and not cuda:
         raise KairoError("device cuda requested but CUDA is not available")
     return "torch", dev
+
+
+# ---------------------------------------------------------------------------- sessions
+class LIFSession:
+    """One trial that goes on: the state persists between :meth:`advance` calls, each with
+    its own Poisson rates for the input neurons (numba engine). For closed loops, where the
+    next input depends on what the network just did (the embodied fly).
+    """
+
+    def __init__(self, network: LIFNetwork, input_neurons, *, seed=None):
+        if not isinstance(network, LIFNetwork):
+            raise KairoError(f"network must be a LIFNetwork, got {type(network).__name__}")
+        p = network.params
+        self.network = network
+        self.input_neurons = network._positions(np.asarray(input_neurons), "input_neurons")
+        self.ref = np.full(network.n_neurons, p.steps(p.refractory), np.int64)
+        self.ref[self.input_neurons] = p.steps(p.input_refractory)
+        self.state = network._numba_state()
+        self.step = 0
+        self._rng = np.random.default_rng(seed)
+
+    def advance(self, duration_ms: float, rate_hz) -> tuple[np.ndarray, np.ndarray]:
+        """Simulate ``duration_ms`` more with input rates ``rate_hz`` (a number or one per
+        input neuron, clipped to [0, 1000 / dt]); the spikes as (steps, neurons)."""
+        p = self.network.params
+        m = p.steps(duration_ms)
+        if m < 1:
+            raise KairoError(f"duration_ms {duration_ms} is shorter than one step "
+                             f"(dt = {p.dt} ms)")
+        rate = np.broadcast_to(np.asarray(rate_hz, dtype=np.float64), self.input_neurons.shape)
+        if not np.all(np.isfinite(rate)):
+            raise KairoError("rate_hz must be finite")
+        prob = np.clip(rate, 0.0, 1000.0 / p.dt) * (p.dt / 1000.0)
+        src = _Poisson(self.input_neurons, prob, self._rng, start=self.step)
+        steps, neurons = [], []
+        for k0 in range(self.step, self.step + m, _CHUNK):
+            n = min(_CHUNK, self.step + m - k0)
+            ev_ptr, ev_idx = self.network._events(k0, n, [src])
+            st, ne = self.network._numba_advance(self.state, self.ref, k0, n, ev_ptr, ev_idx)
+            steps.append(st)
+            neurons.append(ne)
+        self.step += m
+        return np.concatenate(steps), np.concatenate(neurons)
 
 
 # ---------------------------------------------------------------------------- LSM
