@@ -344,8 +344,10 @@ def test_lsm_tasks_and_nulls(winding):
     assert abs(w).mean() == pytest.approx(winding.weights.data.mean())
 
 
-def test_reservoir_sweep_refuses_lif():
-    from kairo.reservoir import SweepConfig
+def test_reservoir_sweep_refuses_lif_and_the_lsm_runs_on_numba():
+    from kairo.reservoir import RunConfig, SweepConfig
 
     with pytest.raises(ConfigError, match="dynamics"):
         SweepConfig(dynamics="lif")
+    with pytest.raises(ConfigError, match="spiking_engine"):
+        RunConfig(dynamics="lif", spiking_engine="torch")

@@ -101,6 +101,9 @@ class FlySettings(LIFSettings, ConnectomeSource):
     def __post_init__(self):
         check_fields(self)
         self.lif_params()
+        if self.spiking_engine == "torch":
+            raise ConfigError("spiking_engine: the fly's spiking brain steps one trial on the "
+                              "numba engine (torch runs batches of trials)")
         half = self.arena_size / 2
         if abs(self.odor_x) >= half or abs(self.odor_y) >= half:
             raise ConfigError(f"odor_x, odor_y: the odor source ({self.odor_x:g}, "

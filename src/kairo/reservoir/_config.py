@@ -187,6 +187,10 @@ class ReservoirSettings(LIFSettings, ConnectomeSource):
     def __post_init__(self):
         check_fields(self)
         self.lif_params()
+        if self.dynamics == "lif" and self.spiking_engine == "torch":
+            raise ConfigError("spiking_engine: the liquid state machine (--dynamics lif) is one "
+                              "long trial on the numba engine; torch runs batches of trials "
+                              "(propagate, screen)")
         if self.dynamics == "lif" and self.step_ms < self.dt:
             raise ConfigError(f"step_ms ({self.step_ms} ms) must be at least one time step "
                               f"dt ({self.dt} ms)")

@@ -32,9 +32,8 @@ from kairo.reservoir._tasks import HEADLINE, TaskData, accuracy, make_task, memo
     nrmse, r2, trial_accuracy
 
 __all__ = ["load_for", "connectome_inputs", "build_reservoir", "build_spiking_reservoir",
-           "evaluate", "run_experiment",
-           "compare_experiment", "sweep_experiment", "propagate_experiment",
-           "screen_experiment"]
+           "evaluate", "run_experiment", "compare_experiment", "sweep_experiment",
+           "propagate_experiment", "screen_experiment"]
 
 log = logging.getLogger(__name__)
 
@@ -165,14 +164,17 @@ def evaluate(res: Reservoir, data: TaskData, *, cv: int = 5, readout: str = "rid
         e = s + states.shape[0]
         a, b = max(s, train.start), min(e, train.stop)
         if a < b and (mask is None or mask[a:b].any()):
-            # rows of this chunk (chunk-relative), all of the span or its decision steps
-            rows = (np.arange(a - s, b - s) if mask is None else
-                    np.flatnonzero(mask[a:b]) + (a - s))
-            if readout == "ridge":
-                ridge.partial_fit(states[rows], data.y[rows + s])
+            # the chunk's training rows: all of the span (a view), or its decision steps
+            if mask is None:
+                x, rows = states[a - s:b - s], slice(a, b)
             else:
-                logistic_x.append(states[rows])
-                logistic_y.append(labels[rows + s])
+                rows = np.flatnonzero(mask[a:b]) + a
+                x = states[rows - s]
+            if readout == "ridge":
+                ridge.partial_fit(x, data.y[rows])
+            else:
+                logistic_x.append(x)
+                logistic_y.append(labels[rows])
         a, b = max(s, test.start), min(e, test.stop)
         if a < b:
             if fitted is None:
