@@ -21,7 +21,7 @@ def _one(w=None, **kw) -> LIFNetwork:
 def test_propagator_is_the_exact_solution():
     p = LIFParams()
     a_m, a_s, c = p.propagator()
-    # v(t) − v_rest = g0 · τs / (τs − τm) · (e^{−t/τs} − e^{−t/τm}) from v = v_rest, g = g0
+    # v(t) − v_rest = g0 τs / (τs − τm) (e^{−t/τs} − e^{−t/τm}) from v = v_rest, g = g0
     t = p.dt
     want = p.tau_syn / (p.tau_syn - p.tau_m) * (math.exp(-t / p.tau_syn)
                                                  - math.exp(-t / p.tau_m))
@@ -226,7 +226,8 @@ def test_screen_with_background_and_dale_signs(winding):
 
 
 @pytest.mark.parametrize("kw, text", [
-    ({"tau_m": -1.0}, "tau_m"), ({"rates": (-5.0,)}, "rates"), ({"dt": 3.0}, "refractory"), ({"dt": 2.0}, "delay"),
+    ({"tau_m": -1.0}, "tau_m"), ({"rates": (-5.0,)}, "rates"), ({"dt": 3.0}, "refractory"),
+    ({"dt": 2.0}, "delay"),
     ({"trials": 0}, "trials"), ({"spiking_engine": "nest"}, "spiking_engine")])
 def test_propagate_config_errors(kw, text):
     from kairo.reservoir import PropagateConfig

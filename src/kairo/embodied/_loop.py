@@ -84,6 +84,13 @@ class OdorSensing:
         return self.offset + self.gain * lr
 
 
+def _check_groups(sensory, descending) -> None:
+    for name, pair in (("sensory", sensory), ("descending", descending)):
+        for side, idx in zip("LR", pair):
+            if np.asarray(idx).size == 0:
+                raise SelectionError(f"the {name} group for side {side} selects no neurons")
+
+
 class ConnectomeBrain:
     """A connectome reservoir stepped ``steps`` times per decision with the current drive.
 
@@ -98,10 +105,7 @@ class ConnectomeBrain:
                  descending: tuple[np.ndarray, np.ndarray], steps: int = 10,
                  leak: float = 1.0, activation: str = "tanh", bias: float = 0.0,
                  settle_steps: int = 200, label: str = "connectome"):
-        for name, pair in (("sensory", sensory), ("descending", descending)):
-            for side, idx in zip("LR", pair):
-                if np.asarray(idx).size == 0:
-                    raise SelectionError(f"the {name} group for side {side} selects no neurons")
+        _check_groups(sensory, descending)
         if int(steps) < 1:
             raise ConfigError(f"brain steps per decision must be ≥ 1, got {steps}")
         self.steps = int(steps)
@@ -153,10 +157,7 @@ class SpikingBrain:
                  descending: tuple[np.ndarray, np.ndarray], interval_ms: float,
                  rate_per_drive: float = 100.0, filter_ms: float = 100.0,
                  settle_ms: float = 300.0, seed=0, label: str = "connectome"):
-        for name, pair in (("sensory", sensory), ("descending", descending)):
-            for side, idx in zip("LR", pair):
-                if np.asarray(idx).size == 0:
-                    raise SelectionError(f"the {name} group for side {side} selects no neurons")
+        _check_groups(sensory, descending)
         for name, v in (("interval_ms", interval_ms), ("filter_ms", filter_ms),
                         ("rate_per_drive", rate_per_drive)):
             if not (np.isfinite(v) and v > 0):

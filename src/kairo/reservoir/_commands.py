@@ -1,5 +1,5 @@
-"""``kairo reservoir propagate | screen | run | compare | sweep``: each command's experiment and what it
-writes (tables, figures, metrics) into its results folder.
+"""``kairo reservoir propagate | screen | run | compare | sweep``: each command's experiment and
+what it writes (tables, figures, metrics) into its results folder.
 
 Importable without NumPy, pandas or Matplotlib: the run functions import them.
 """

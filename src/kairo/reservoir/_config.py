@@ -12,10 +12,10 @@ from kairo._app import check_fields, option
 from kairo._errors import ConfigError
 from kairo._jobs import EXECUTORS
 
-__all__ = ["ConnectomeSource", "ReservoirSettings", "RunConfig", "CompareConfig", "SweepConfig",
-           "PropagateConfig", "ScreenConfig", "LIFParams", "LIFSettings", "ACTIVATIONS",
-           "ENGINES", "DEVICES", "INPUT_WEIGHTS", "DTYPES", "SWEEP_PARAMS", "DYNAMICS",
-           "SPIKING_ENGINES"]
+__all__ = ["ConnectomeSource", "SignSettings", "ReservoirSettings", "RunConfig", "CompareConfig",
+           "SweepConfig", "PropagateConfig", "ScreenConfig", "LIFParams", "LIFSettings",
+           "ACTIVATIONS", "ENGINES", "DEVICES", "INPUT_WEIGHTS", "DTYPES", "SWEEP_PARAMS",
+           "DYNAMICS", "SPIKING_ENGINES"]
 
 # the engine's vocabulary (kairo.reservoir.Reservoir checks its arguments against these)
 ACTIVATIONS = ("tanh", "linear")
@@ -99,19 +99,20 @@ class LIFParams:
 class LIFSettings:
     """The LIF neuron of ``--dynamics lif`` (Shiu et al. 2024's values; see LIFParams)."""
 
-    tau_m: float = option(20.0, "LIF: membrane time constant (ms)")
-    tau_syn: float = option(5.0, "LIF: synaptic current time constant (ms)")
-    refractory: float = option(2.2, "LIF: refractory period (ms)")
-    delay: float = option(1.8, "LIF: synaptic transmission delay (ms)")
-    dt: float = option(0.1, "LIF: time step (ms)")
-    v_rest: float = option(-52.0, "LIF: resting potential (mV)")
-    v_reset: float = option(-52.0, "LIF: potential after a spike (mV)")
-    v_threshold: float = option(-45.0, "LIF: spike threshold (mV)")
-    w_syn: float = option(0.275, "LIF: mV added to the synaptic current per synapse")
-    input_weight: float = option(68.75, "LIF: mV added to v per input spike (250 · w_syn: "
-                                 "one input spike makes a spike)")
-    input_refractory: float = option(0.0, "LIF: refractory period of input-driven neurons "
-                                     "(ms; Shiu et al.: 0)")
+    tau_m: float = option(LIFParams.tau_m, "LIF: membrane time constant (ms)")
+    tau_syn: float = option(LIFParams.tau_syn, "LIF: synaptic current time constant (ms)")
+    refractory: float = option(LIFParams.refractory, "LIF: refractory period (ms)")
+    delay: float = option(LIFParams.delay, "LIF: synaptic transmission delay (ms)")
+    dt: float = option(LIFParams.dt, "LIF: time step (ms)")
+    v_rest: float = option(LIFParams.v_rest, "LIF: resting potential (mV)")
+    v_reset: float = option(LIFParams.v_reset, "LIF: potential after a spike (mV)")
+    v_threshold: float = option(LIFParams.v_threshold, "LIF: spike threshold (mV)")
+    w_syn: float = option(LIFParams.w_syn, "LIF: mV added to the synaptic current per "
+                          "synapse")
+    input_weight: float = option(LIFParams.input_weight, "LIF: mV added to v per input spike "
+                                 "(250 · w_syn: one input spike makes a spike)")
+    input_refractory: float = option(LIFParams.input_refractory, "LIF: refractory period of "
+                                     "input-driven neurons (ms; Shiu et al.: 0)")
     spiking_engine: str = option("auto", "LIF engine: numba (event-driven CPU), torch "
                                  "(batched trials, CUDA), auto (torch on a GPU, else numba)",
                                  choices=SPIKING_ENGINES)
@@ -120,6 +121,18 @@ class LIFSettings:
 
     def lif_params(self) -> LIFParams:
         return LIFParams(**{f.name: getattr(self, f.name) for f in fields(LIFParams)})
+
+
+@dataclass(frozen=True)
+class SignSettings:
+    """Which synapses inhibit (``kairo.connectome.prepare(signs=...)``)."""
+
+    signs: str = option("excitatory", "excitatory (all positive), dale (inhibitory neurons "
+                        "by row) or given (the connectome's own signs)", choices=SIGNS)
+    inhibitory_fraction: float = option(0.0, "with --signs dale: fraction of neurons drawn "
+                                        "inhibitory", low=0, high=1)
+    inhibitory_types: tuple[str, ...] = option((), "with --signs dale: comma-separated cell "
+                                               "types made inhibitory")
 
 
 @dataclass(frozen=True)
@@ -135,7 +148,7 @@ class ConnectomeSource:
 
 
 @dataclass(frozen=True)
-class ReservoirSettings(LIFSettings, ConnectomeSource):
+class ReservoirSettings(SignSettings, LIFSettings, ConnectomeSource):
     """How a connectome becomes a reservoir (shared by the reservoir commands)."""
 
     dynamics: str = option("rate", "rate (tanh/linear units on the normalized connectome) or "
@@ -147,12 +160,6 @@ class ReservoirSettings(LIFSettings, ConnectomeSource):
     spectral_radius: float = option(0.9, "target spectral radius for --norm spectral",
                                     above=0)
     alpha: float = option(1.0, "global gain applied after normalization")
-    signs: str = option("excitatory", "excitatory (all positive), dale (inhibitory neurons "
-                        "by row) or given (the connectome's own signs)", choices=SIGNS)
-    inhibitory_fraction: float = option(0.0, "with --signs dale: fraction of neurons drawn "
-                                        "inhibitory", low=0, high=1)
-    inhibitory_types: tuple[str, ...] = option((), "with --signs dale: comma-separated cell "
-                                               "types made inhibitory")
     activation: str = option("tanh", "neuron nonlinearity", choices=ACTIVATIONS)
     leak: float = option(1.0, "leak rate a in (0, 1]: x ← (1−a)x + a·f(…); 1 = no leak",
                          above=0, high=1)
@@ -287,7 +294,7 @@ class SweepConfig(CompareConfig):
 
 
 @dataclass(frozen=True)
-class PropagateConfig(LIFSettings, ConnectomeSource):
+class PropagateConfig(SignSettings, LIFSettings, ConnectomeSource):
     """Stimulate left or right sensory neurons and watch descending neurons respond."""
 
     dynamics: str = option("rate", "rate (tanh/linear units, constant input, every "
@@ -307,12 +314,6 @@ class PropagateConfig(LIFSettings, ConnectomeSource):
                                 above=0)
     trials: int = option(5, "--dynamics lif: trials per rate and side (independent Poisson "
                          "input)", low=1)
-    signs: str = option("excitatory", "excitatory (all positive), dale (inhibitory neurons "
-                        "by row) or given (the connectome's own signs)", choices=SIGNS)
-    inhibitory_fraction: float = option(0.0, "with --signs dale: fraction of neurons drawn "
-                                        "inhibitory", low=0, high=1)
-    inhibitory_types: tuple[str, ...] = option((), "with --signs dale: comma-separated cell "
-                                               "types made inhibitory")
     stim_group: str = option("sensory", "cell type stimulated on the left or the right (a "
                              "group without a side)")
     record_groups: tuple[str, ...] = option(("DN-VNC", "DN-SEZ"), "comma-separated cell types "
@@ -334,7 +335,7 @@ class PropagateConfig(LIFSettings, ConnectomeSource):
 
 
 @dataclass(frozen=True)
-class ScreenConfig(LIFSettings, ConnectomeSource):
+class ScreenConfig(SignSettings, LIFSettings, ConnectomeSource):
     """An activation screen (Shiu et al. 2024): stimulate one group with Poisson spikes and
     rank every neuron by how much its rate rises over baseline."""
 
@@ -347,12 +348,6 @@ class ScreenConfig(LIFSettings, ConnectomeSource):
     background_rate: float = option(0.0, "Poisson rate (Hz) into --background-group", low=0)
     trials: int = option(30, "trials with stimulation, and as many baseline trials", low=2)
     duration_ms: float = option(1000.0, "simulated time per trial (ms)", above=0)
-    signs: str = option("excitatory", "excitatory (all positive), dale (inhibitory neurons "
-                        "by row) or given (the connectome's own signs)", choices=SIGNS)
-    inhibitory_fraction: float = option(0.0, "with --signs dale: fraction of neurons drawn "
-                                        "inhibitory", low=0, high=1)
-    inhibitory_types: tuple[str, ...] = option((), "with --signs dale: comma-separated cell "
-                                               "types made inhibitory")
     alpha_fdr: float = option(0.05, "false discovery rate of the responding neurons "
                               "(Benjamini–Hochberg over all neurons)", above=0, high=1)
     top: int = option(40, "neurons shown in the raster", low=1)

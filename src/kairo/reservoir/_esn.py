@@ -31,7 +31,7 @@ from kairo._progress import progress
 from kairo.connectome import Connectome
 from kairo.reservoir._config import ACTIVATIONS, DTYPES, ENGINES, INPUT_WEIGHTS
 
-__all__ = ["Reservoir", "ACTIVATIONS", "ENGINES", "INPUT_WEIGHTS"]
+__all__ = ["Reservoir", "draw_input_weights", "ACTIVATIONS", "ENGINES", "INPUT_WEIGHTS"]
 
 _TORCH_MIN_STREAMS = 8
 _TORCH_MIN_NNZ = 5_000_000
@@ -41,6 +41,26 @@ def _torch():
     import torch  # imported lazily: the SciPy path must not pay for it
 
     return torch
+
+
+def draw_input_weights(kind, shape: tuple[int, int], gain: float,
+                       rng: np.random.Generator) -> np.ndarray:
+    """Input weights of shape (n_inputs, n_input_neurons): U(−1, 1), U(0, 1) or ones times
+    ``gain`` for ``kind`` "uniform", "positive" or "constant"; an explicit array is checked
+    and used as given."""
+    if not isinstance(kind, str):
+        win = np.asarray(kind, dtype=float)
+        if win.shape != tuple(shape) or not np.all(np.isfinite(win)):
+            raise KairoError(f"explicit input_weights must be a finite array of shape "
+                             f"{tuple(shape)} (n_inputs, n_input_neurons), got {win.shape}")
+        return win
+    if kind not in INPUT_WEIGHTS:
+        raise KairoError(f"unknown input_weights {kind!r}; expected one of "
+                         f"{', '.join(INPUT_WEIGHTS)} or an array")
+    win = {"uniform": lambda: rng.uniform(-1.0, 1.0, size=shape),
+           "positive": lambda: rng.uniform(0.0, 1.0, size=shape),
+           "constant": lambda: np.ones(shape)}[kind]()
+    return gain * win
 
 
 class Reservoir:
@@ -107,10 +127,6 @@ class Reservoir:
             raise KairoError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
         if dtype not in DTYPES:
             raise KairoError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
-        explicit = not isinstance(input_weights, str)
-        if not explicit and input_weights not in INPUT_WEIGHTS:
-            raise KairoError(f"unknown input_weights {input_weights!r}; expected one of "
-                             f"{', '.join(INPUT_WEIGHTS)} or an array")
         if int(n_inputs) < 1:
             raise KairoError(f"n_inputs must be ≥ 1, got {n_inputs}")
         self.input_neurons = self._positions(input_neurons, n, "input_neurons")
@@ -125,22 +141,9 @@ class Reservoir:
         self.engine = engine
         self.dtype = np.dtype(dtype)
         self.device = device
-        rng = np.random.default_rng(seed)
-        shape = (self.n_inputs, self.input_neurons.size)
-        if explicit:
-            win = np.asarray(input_weights, dtype=float)
-            if win.shape != shape or not np.all(np.isfinite(win)):
-                raise KairoError(f"explicit input_weights must be a finite array of shape "
-                                 f"{shape} (n_inputs, n_input_neurons), got {win.shape}")
-            self.input_weights_ = win.astype(self.dtype)
-        elif input_weights == "uniform":
-            win = rng.uniform(-1.0, 1.0, size=shape)
-        elif input_weights == "positive":
-            win = rng.uniform(0.0, 1.0, size=shape)
-        else:
-            win = np.ones(shape)
-        if not explicit:
-            self.input_weights_ = (self.input_gain * win).astype(self.dtype)
+        self.input_weights_ = draw_input_weights(
+            input_weights, (self.n_inputs, self.input_neurons.size), self.input_gain,
+            np.random.default_rng(seed)).astype(self.dtype)
         # x @ W  ==  (Wᵀ @ xᵀ)ᵀ: keep Wᵀ in CSR so each step is one CSR × dense (n, B) product.
         self._wt = sp.csr_matrix(w.T, dtype=self.dtype)
         self._torch_cache: dict = {}

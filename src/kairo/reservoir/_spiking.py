@@ -37,6 +37,7 @@ from numba import njit
 
 from kairo._errors import KairoError
 from kairo.reservoir._config import SPIKING_ENGINES, STATES, LIFParams
+from kairo.reservoir._esn import draw_input_weights
 
 __all__ = ["LIFParams", "LIFNetwork", "LIFSession", "SpikeTrains", "SpikingReservoir",
            "SPIKING_ENGINES", "STATES", "brian2_run"]
@@ -532,9 +533,9 @@ class SpikingReservoir:
 
     Each task step lasts ``step_ms``. During it input neuron ``k`` fires Poisson spikes at
     ``clip(rate_hz + rate_gain · (u(t) W_in)_k, 0, 1000 / dt)`` Hz, ``W_in`` drawn like the
-    rate reservoir's (U(−1, 1), U(0, 1) or 1, times ``input_gain``). The state of a readout
-    neuron at step t is its spike count during the step (``states="counts"``) or its spike
-    train filtered by exp(−t / ``trace_tau_ms``) read at the step's end (``"trace"``).
+    rate reservoir's (U(−1, 1), U(0, 1) or 1, times ``input_gain``; an array is used as
+    given). The state of a readout neuron at step t is its spike count during the step
+    (``states="counts"``) or its spike train filtered by exp(−t / ``trace_tau_ms``) read at the step's end (``"trace"``).
     ``stream`` yields ``(start, states)`` chunks as :class:`Reservoir.stream` does, so
     :func:`kairo.reservoir.evaluate` trains and scores a readout on it as on rate units.
     One stream, on the numba engine (event-driven; the task is one long trial).
@@ -544,8 +545,6 @@ class SpikingReservoir:
                  n_inputs: int = 1, input_weights="uniform", input_gain: float = 1.0,
                  rate_hz: float = 100.0, rate_gain: float = 100.0, step_ms: float = 10.0,
                  states: str = "counts", trace_tau_ms: float = 20.0, seed=None):
-        from kairo.reservoir._config import INPUT_WEIGHTS
-
         if not isinstance(network, LIFNetwork):
             raise KairoError(f"network must be a LIFNetwork, got {type(network).__name__}")
         self.network = network
@@ -570,19 +569,9 @@ class SpikingReservoir:
         self.step_ms = self.bin * p.dt
         self.states, self.trace_tau_ms = states, float(trace_tau_ms)
         self._rng = np.random.default_rng(seed)
-        shape = (self.n_inputs, self.input_neurons.size)
-        if isinstance(input_weights, str):
-            if input_weights not in INPUT_WEIGHTS:
-                raise KairoError(f"unknown input_weights {input_weights!r}; expected one of "
-                                 f"{', '.join(INPUT_WEIGHTS)} or an array")
-            w_in = {"uniform": lambda: self._rng.uniform(-1, 1, shape),
-                    "positive": lambda: self._rng.uniform(0, 1, shape),
-                    "constant": lambda: np.ones(shape)}[input_weights]()
-        else:
-            w_in = np.asarray(input_weights, dtype=np.float64)
-            if w_in.shape != shape:
-                raise KairoError(f"input_weights: expected shape {shape}, got {w_in.shape}")
-        self.input_weights_ = w_in * float(input_gain)
+        self.input_weights_ = draw_input_weights(
+            input_weights, (self.n_inputs, self.input_neurons.size), float(input_gain),
+            self._rng)
         self._poisson_rng = np.random.default_rng(self._rng.integers(2**63))
 
     @property
