@@ -6,10 +6,11 @@ Sections (each records the load average before and after, because the machine is
 1. equivalence — the weights of a ``torch.nn.TransformerEncoderLayer`` (d 64, 4 heads, FF 256,
                  gelu, batch_first) copied into kairo's ``TransformerBlock`` give the same
                  outputs (eval mode, post-LN and pre-LN, with and without a key-padding mask).
-2. speed       — samples/s on x [64, 1, 700], 10 classes, 2 torch threads: training (forward,
-                 cross-entropy, backward, AdamW step) and inference (eval, no_grad). Models:
-                 kairo's default classifier (``ModelConfig()``, what ``kairo tsc train``
-                 builds), kairo Transformer (step tokens, pre-LN and post-LN, with dropout 0 for the
+2. speed       — samples/s on x [64, 1, 700] (``--length`` T), 10 classes, 2 torch threads:
+                 training (forward, cross-entropy, backward, AdamW step) and inference (eval,
+                 no_grad). Models: kairo's default classifier (``ModelConfig()``, what ``kairo
+                 tsc train`` builds: 3 stem blocks up to 512 steps, 1 beyond) and its one-block
+                 variant, kairo Transformer (step tokens, pre-LN and post-LN, with dropout 0 for the
                  equal-computation ratio, and with attention dropout 0.1 for reference), kairo
                  patch-16 Transformer, kairo ResNet1D (kernels 8, 5, 3 as Fawaz et al.; and
                  7, 5, 3 as tsai's ResNet, for the equal-computation ratio);
@@ -429,6 +430,10 @@ def kairo_builders(length: int, n_classes: int) -> dict:
     return {
         # `kairo tsc train`'s model as it comes (its recipe: conv tokens, its pooling head)
         "kairo_default": lambda: build_classifier(ModelConfig(), 1, n_classes, length),
+        # the default's stem depth follows the length (3 blocks up to 512 steps): the one-block
+        # model beside it shows what the depth costs
+        "kairo_default_stem1": lambda: build_classifier(ModelConfig(stem_blocks=1), 1,
+                                                        n_classes, length),
         "kairo_transformer_step": kairo(encoder="transformer", tokens="step", norm_position="pre"),
         "kairo_transformer_step_post_ln": kairo(encoder="transformer", tokens="step",
                                                 norm_position="post"),
@@ -619,6 +624,7 @@ RATIOS = {  # name: (kairo model, peer model)
     "default_vs_torch_defaults": ("kairo_default", "torch_encoder_defaults"),
     "default_vs_torch_same_size": ("kairo_default", "torch_encoder_same_size"),
     "default_vs_tsai_tst": ("kairo_default", "tsai_tst"),
+    "default_stem1_vs_default": ("kairo_default_stem1", "kairo_default"),
     "transformer_vs_torch_defaults": ("kairo_transformer_step", "torch_encoder_defaults"),
     "transformer_vs_torch_same_size": ("kairo_transformer_step", "torch_encoder_same_size"),
     "transformer_vs_torch_same_size_dropout0": ("kairo_transformer_step",
@@ -703,6 +709,9 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=THREADS,
                         help=f"torch threads for the timings, here and in the tsai subprocess "
                              f"(default {THREADS})")
+    parser.add_argument("--length", type=int, default=None,
+                        help="series length of the speed section (default 700; the default "
+                             "classifier builds 3 stem blocks up to 512 steps, 1 beyond)")
     parser.add_argument("--tsai-worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.tsai_worker:
@@ -720,6 +729,10 @@ def main(argv=None) -> int:
                      "--accuracy-only")
     torch.set_num_threads(args.threads)
     cfg = dict(QUICK if args.quick else FULL, threads=args.threads)
+    if args.length is not None:
+        if args.length < 8:
+            parser.error(f"--length must be ≥ 8 steps, got {args.length}")
+        cfg["length"] = args.length
     if args.acc_seeds is not None:
         cfg["acc_seeds"] = {name: tuple(range(args.acc_seeds)) for name in cfg["acc_seeds"]}
     if args.acc_epochs:

@@ -46,7 +46,6 @@ class Step:
     note: str = ""
 
 
-# the time-series demo's model (docs/attention.md explains the choice)
 def _reservoir_steps(ddir: str, quick: bool) -> list[Step]:
     from kairo.reservoir import (CompareConfig, PropagateConfig, RunConfig, ScreenConfig,
                                  SweepConfig)

@@ -12,6 +12,7 @@ import torch
 from kairo._errors import ConfigError
 from kairo.attention import (ModelConfig, TrainConfig, TransformerEncoder, build_classifier,
                              n_epochs, param_groups)
+from kairo.attention._config import resolve_stem
 from kairo.attention._encoders import _window_mean
 from kairo.attention._encodings import LearnedEncoding
 from kairo.attention._pooling import ClsPool, MultiHeadAttentionPool
@@ -77,9 +78,33 @@ def test_conv_tokens_train_and_every_parameter_gets_a_gradient():
     assert model.attention_maps(torch.randn(1, 1, 30))["steps_per_token"] == 5
 
 
+@pytest.mark.parametrize("max_len,blocks", [(24, 3), (512, 3), (513, 1), (1460, 1)])
+def test_stem_blocks_auto_follows_the_series_length(tmp_path, max_len, blocks):
+    """stem_blocks 0 (the default) builds 3 full-resolution blocks up to 512 steps and 1
+    beyond; the config keeps 0, the model records what it built, and a saved model is
+    rebuilt with the same stem."""
+    from kairo.attention import load_classifier, save_classifier
+
+    cfg = ModelConfig(d_model=8, n_heads=2, blocks=1)
+    assert cfg.stem_blocks == 0
+    assert resolve_stem(0, max_len) == blocks and resolve_stem(2, max_len) == 2
+    model = build_classifier(cfg, 1, 2, max_len=max_len).eval()
+    assert len(model.encoder.stem.blocks) == blocks
+    assert model.resolved["stem_blocks"] == blocks and model.arch["stem_blocks"] == 0
+    path = tmp_path / "m.pt"
+    save_classifier(path, model, cfg)
+    back, _ = load_classifier(path)
+    assert len(back.encoder.stem.blocks) == blocks
+    x = torch.randn(2, 1, max_len)
+    torch.testing.assert_close(back(x), model(x))
+    # the stem is a conv-token option: no resolved value for other tokens or the ResNet
+    assert "stem_blocks" not in ModelConfig(tokens="step").resolved(max_len)
+    assert "stem_blocks" not in ModelConfig(encoder="resnet").resolved(max_len)
+
+
 def test_conv_tokens_config_errors():
     with pytest.raises(ConfigError, match="stem_blocks"):
-        ModelConfig(tokens="conv", stem_blocks=0)
+        ModelConfig(tokens="conv", stem_blocks=-1)
     with pytest.raises(ConfigError, match="max_tokens"):
         ModelConfig(tokens="conv", max_tokens=0)
     with pytest.raises(ConfigError, match="tokens: expected one of step, patch, conv"):
@@ -105,8 +130,9 @@ def test_weight_decay_groups(pool, positional):
     assert any("stem.blocks.0.convs.0.weight" in n for n in decay_names)
     assert "head.1.weight" in decay_names
     # never: biases, norms, pooling queries, CLS tokens, learned position tables
-    exempt = re.compile(r"bias$|\.ln\d?\.|\.norms\.|shortcut\.1\.|^head\.0\.|query$|"
-                        r"\.cls$|pos\.weight$")
+    # (a stem block's shortcut is a batch norm alone, or a conv then one: shortcut.1)
+    exempt = re.compile(r"bias$|\.ln\d?\.|\.norms\.|shortcut\.1\.|shortcut\.weight$|^head\.0\.|"
+                        r"query$|\.cls$|pos\.weight$")
     assert all(exempt.search(n) for n in free_names), free_names
     assert not any(exempt.search(n) for n in decay_names), decay_names
     for m in model.modules():

@@ -107,6 +107,35 @@ def test_discretized_learned_layer_is_its_circuit(engine):
     assert m.wire_a.grad is None and m.weight.grad is None
 
 
+@fused
+def test_fused_discrete_learned_layer_follows_every_optimizer_step():
+    """The fused discrete path caches the chosen sources' CSR: after each optimizer step that
+    moves a choice it must equal the torch reference given the same weights (and the input
+    gradient too, which is what the CSR serves)."""
+    torch.manual_seed(0)
+    f = LogicDense(64, 128, wiring="learned", candidates=8, engine="fused", seed=1)
+    ref = LogicDense(64, 128, wiring="learned", candidates=8, engine="torch", seed=1)
+    opt = torch.optim.Adam(f.parameters(), lr=0.5)
+    x = torch.randint(0, 2, (32, 64)).float()
+    seen = set()
+    for _ in range(4):
+        f.train()
+        opt.zero_grad()
+        f(x).sum().backward()
+        opt.step()
+        ref.load_state_dict(f.state_dict())
+        seen.add(tuple(f.sources()[0].tolist()))
+        for m in (f, ref):
+            m.eval()
+        xf, xr = x.clone().requires_grad_(), x.clone().requires_grad_()
+        yf, yr = f(xf), ref(xr)
+        torch.testing.assert_close(yf, yr)
+        (yf * torch.arange(128.0)).sum().backward()
+        (yr * torch.arange(128.0)).sum().backward()
+        torch.testing.assert_close(xf.grad, xr.grad)
+    assert len(seen) > 1                                    # the wiring did move
+
+
 @pytest.mark.parametrize("engine", ["torch", pytest.param("fused", marks=fused)])
 @pytest.mark.parametrize("target", ["copy", "and_not"])
 def test_training_finds_the_wiring_of_a_gate(engine, target):

@@ -73,6 +73,20 @@ def resolve_head(encoder: str, head_norm: str, weight_init: str) -> dict:
             "weight_init": d["weight_init"] if weight_init == "auto" else weight_init}
 
 
+# stem_blocks 0 ("auto"): three full-resolution blocks close most of the gap to the ResNet on
+# shape series (ArrowHead, OSULeaf), one on long series, where three cost more than the
+# 5-minute budget and were less accurate (ACSF1, 1,460 steps; docs/notes/attention.md)
+STEM_AUTO = (3, 512, 1)          # (blocks up to the length, the length, blocks beyond it)
+
+
+def resolve_stem(stem_blocks: int, max_len: int) -> int:
+    """The conv stem's block count: ``stem_blocks``, or for 0 ("auto") 3 blocks when the
+    model's series have at most 512 steps, else 1."""
+    if stem_blocks:
+        return stem_blocks
+    return STEM_AUTO[0] if max_len <= STEM_AUTO[1] else STEM_AUTO[2]
+
+
 # ---------------------------------------------------------------------------- field groups
 @dataclass(frozen=True)
 class ModelOptions:
@@ -90,8 +104,10 @@ class ModelOptions:
                          "per --patch steps) or conv (a convolutional stem, then the mean of "
                          "each window of steps, at most --max-tokens tokens)", choices=TOKENS)
     patch: int = option(16, "steps per token with --tokens patch", low=1)
-    stem_blocks: int = option(1, "--tokens conv: residual convolution blocks of width d_model "
-                              "(kernels --kernel-sizes) before attention", low=1)
+    stem_blocks: int = option(0, "--tokens conv: residual convolution blocks of width d_model "
+                              "(kernels --kernel-sizes) at full resolution before attention; "
+                              f"0 = auto: {STEM_AUTO[0]} for series of up to {STEM_AUTO[1]} "
+                              f"steps, {STEM_AUTO[2]} for longer ones", low=0)
     max_tokens: int = option(64, "--tokens conv: the most tokens attention sees; the stem's "
                              "output is averaged over windows of ceil(length / max_tokens) "
                              "steps", low=1)
@@ -330,10 +346,14 @@ class ModelConfig(ModelOptions, EncoderPool):
         _check(self)
         _check_model(self, self.encoder, self.pool)
 
-    def resolved(self) -> dict:
+    def resolved(self, max_len: int | None = None) -> dict:
         """``head_norm`` (bool) and ``weight_init`` ("torch"/"glorot") with "auto" read as
-        this encoder's default."""
-        return resolve_head(self.encoder, self.head_norm, self.weight_init)
+        this encoder's default; given the series length ``max_len``, a Transformer on conv
+        tokens adds ``stem_blocks`` (0 read by :func:`resolve_stem`)."""
+        out = resolve_head(self.encoder, self.head_norm, self.weight_init)
+        if max_len is not None and self.encoder == "transformer" and self.tokens == "conv":
+            out["stem_blocks"] = resolve_stem(self.stem_blocks, max_len)
+        return out
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,8 @@ class TSClassifier(nn.Module):
                 raise ConfigError(f"{name} must be an integer ≥ {low}, got {v!r}")
         self.cfg, self.n_channels, self.n_classes, self.max_len = cfg, n_channels, n_classes, \
             max_len
+        # "auto" resolved for this encoder and length; the config keeps "auto"
+        self.resolved = cfg.resolved(max_len)
         if cfg.encoder == "resnet":
             self.encoder = ResNet1D(n_channels, d=cfg.d_model, blocks=cfg.blocks,
                                     kernel_sizes=cfg.kernel_sizes)
@@ -48,15 +50,14 @@ class TSClassifier(nn.Module):
                 n_channels, d=cfg.d_model, n_heads=cfg.n_heads, n_kv_heads=cfg.n_kv_heads or None,
                 layers=cfg.blocks, dropout=cfg.dropout, norm=cfg.norm_position, tokens=cfg.tokens,
                 patch=cfg.patch, positional=cfg.positional, max_len=max_len,
-                stem_blocks=cfg.stem_blocks, kernel_sizes=cfg.kernel_sizes,
+                stem_blocks=self.resolved.get("stem_blocks", cfg.stem_blocks or 1),
+                kernel_sizes=cfg.kernel_sizes,
                 max_tokens=cfg.max_tokens)
         d = self.encoder.d_out
         # on a Transformer the encoder's own attention mixes the CLS token
         self.prefix = cfg.pool == "cls" and cfg.encoder == "transformer"
         self.pool = make_pool(cfg.pool, d, cfg.pool_heads, cfg.pool_queries,
                               cls_mix=not self.prefix)
-        # "auto" resolved for this encoder; the config keeps "auto"
-        self.resolved = cfg.resolved()
         # same keys with or without the norm: head.0 = LayerNorm (or nothing), head.1 = Linear
         self.head = nn.Sequential(nn.LayerNorm(d) if self.resolved["head_norm"] else nn.Identity(),
                                   nn.Linear(d, n_classes))

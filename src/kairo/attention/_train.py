@@ -553,6 +553,8 @@ def load_classifier(path, expect_arch: dict | None = None) -> tuple[nn.Module, d
         resolved, weights = dict(state["resolved"]), state["model"]
         pinned = {"head_norm": "true" if resolved["head_norm"] else "false",
                   "weight_init": resolved["weight_init"]}
+        if "stem_blocks" in resolved:
+            pinned["stem_blocks"] = int(resolved["stem_blocks"])
     except (KeyError, TypeError, ValueError):
         raise DataError(f"model file {path}: incomplete (needs arch, config, resolved, meta "
                         f"and model)") from None

@@ -271,9 +271,13 @@ class LogicDense(_GateLayer):
         return tuple(_relaxed(w, mode, temperature, self.tau) for w in (self.wire_a,
                                                                         self.wire_b))
 
-    def _csr(self, kernels, ia: torch.Tensor, ib: torch.Tensor):
-        # rebuilt when the wiring changes (load_state_dict, .to()): versions and storage
-        key = (ia._version, ib._version, ia.data_ptr(), ib.data_ptr())
+    def _csr(self, kernels, key_a: torch.Tensor, key_b: torch.Tensor,
+             ia: torch.Tensor | None = None, ib: torch.Tensor | None = None):
+        """The CSR of ``ia``/``ib`` (default: ``key_a``/``key_b`` themselves), rebuilt when
+        the tensors it derives from change (an optimizer step, load_state_dict, .to()):
+        their versions and storage."""
+        ia, ib = (key_a, key_b) if ia is None else (ia, ib)
+        key = (key_a._version, key_b._version, key_a.data_ptr(), key_b.data_ptr())
         if self._users[0] != key:
             self._users = (key, kernels.dense_users(ia.reshape(-1), ib.reshape(-1),
                                                     self.n_in))
@@ -297,8 +301,9 @@ class LogicDense(_GateLayer):
         ia, ib = self.sources()
         if fused:
             kernels = _load_kernels()
-            users = (self._csr(kernels, self.ia, self.ib) if not self.learned
-                     else kernels.dense_users(ia, ib, self.n_in))
+            # learned wiring: the CSR of the chosen sources, cached while the logits stay
+            users = self._csr(kernels, *((self.wire_a, self.wire_b) if self.learned
+                                         else (self.ia, self.ib)), ia, ib)
             # neuron-major inside: x.t() of the previous fused layer's output is contiguous
             return kernels.dense(x.t(), c, ia, ib, users).t()
         a, b = x[:, ia], x[:, ib]                                   # (n_samples, n_out)
