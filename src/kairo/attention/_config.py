@@ -74,8 +74,8 @@ def resolve_head(encoder: str, head_norm: str, weight_init: str) -> dict:
 
 
 # stem_blocks 0 ("auto"): three full-resolution blocks close most of the gap to the ResNet on
-# shape series (ArrowHead, OSULeaf), one on long series, where three cost more than the
-# 5-minute budget and were less accurate (ACSF1, 1,460 steps; docs/notes/attention.md)
+# shape series (ArrowHead, OSULeaf), one on long series, where the convolutions' cost grows
+# with the length and three were less accurate (ACSF1, 1,460 steps; docs/notes/attention.md)
 STEM_AUTO = (3, 512, 1)          # (blocks up to the length, the length, blocks beyond it)
 
 
