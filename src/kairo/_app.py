@@ -44,6 +44,8 @@ class Command:
     default_out: the results folder when none is given (else ``results/<command>-<time>``).
     record: the run is recorded in the results store (queries of the store itself, and
         commands that only print where things are, are not).
+    headline: the recorded metrics (flattened names) that sum a run up, in the order a
+        report lists them; a run without them is summed up by its first numbers.
     """
 
     name: str
@@ -55,6 +57,7 @@ class Command:
     folder: bool = True
     default_out: str = ""
     record: bool = True
+    headline: tuple[str, ...] = ()
 
     def __post_init__(self):
         if self.inputs is not None and not self.folder:

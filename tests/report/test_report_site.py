@@ -315,3 +315,19 @@ def test_the_command(tmp_path, store, runs, monkeypatch, capsys):
     assert main(["report", "--out", str(tmp_path / "x")]) == 2
     assert "no results store at" in capsys.readouterr().err
     assert not (tmp_path / "none.db").exists()
+
+
+def test_the_index_sums_a_run_up_by_its_commands_headline_metrics(tmp_path, store, make_run):
+    from kairo._app import get_command
+
+    assert get_command("reservoir run").headline == ("task", "nrmse", "mc", "r2")
+    known = make_run(store, "reservoir run", {"task": "narma10"},
+                     metrics={"zeta": 9.0, "nrmse": 0.75, "r2": 0.4, "task": "narma10"})
+    # a command this version does not know: its first three numbers
+    unknown = make_run(store, "retired thing", {}, metrics={"a": 1, "label": "x", "b": 2,
+                                                            "c": 3, "d": 4})
+    site = build_site(store, select_runs(store), tmp_path / "site").parent
+    html = (site / "index.html").read_text()
+    rows = {rid: html[html.index(f"runs/{rid}/index.html"):] for rid in (known, unknown)}
+    assert "task narma10, nrmse 0.75, r2 0.4<" in rows[known] and "zeta" not in rows[known]
+    assert "a 1, b 2, c 3<" in rows[unknown]

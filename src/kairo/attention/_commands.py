@@ -645,9 +645,9 @@ COMMANDS = [
             "members (seeds seed … seed+N-1) train in parallel into one model.pt whose class "
             "probabilities are their mean; member 0 checkpoints to <out>.checkpoint.pt (it is "
             "the one-model run), member i to <out>.checkpoint-member<i>.pt, and a killed "
-            "ensemble resumes member by member"),
+            "ensemble resumes member by member", headline=("summary.dataset", "accuracy")),
     Command("tsc evaluate", EvaluateConfig, run_evaluate, "metrics of a trained model on a "
-            "dataset", inputs=inputs),
+            "dataset", inputs=inputs, headline=("accuracy", "f1_macro")),
     Command("tsc predict", PredictConfig, run_predict, "classes and probabilities for your "
             "series (CSV)", folder=False),
     Command("tsc compare-pooling", CompareConfig, run_compare, "every pooling head × encoder × "

@@ -129,7 +129,8 @@ def _view(cfg: ViewConfig, rd) -> str:
 
 COMMANDS = [
     Command("fly run", FlyConfig, _run, "one closed-loop trial (optionally a video)",
-            description="one closed-loop trial", inputs=_run_inputs),
+            description="one closed-loop trial", inputs=_run_inputs,
+            headline=("final_distance", "success")),
     Command("fly trials", TrialsConfig, _trials, "many trials in parallel, with statistics",
             description="many trials in parallel", inputs=_trials_inputs),
     Command("fly view", ViewConfig, _view, "the live MuJoCo viewer on the closed loop",

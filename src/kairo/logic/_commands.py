@@ -269,7 +269,7 @@ COMMANDS = [
             description="train a logic-gate network on MNIST or an image set, make it a "
                         "circuit, simplify and score it; a stopped run resumes from "
                         "<out>.checkpoint.pt",
-            inputs=_train_inputs),
+            inputs=_train_inputs, headline=("test_accuracy_circuit", "gates_after")),
     Command("logic export", ExportConfig, _export, "write a circuit as JSON, C or Verilog",
             description="write a circuit (circuit.json of kairo logic train) as one JSON, C or "
                         "Verilog file, kept only once it agrees bit for bit with the reference "
@@ -280,14 +280,14 @@ COMMANDS = [
             description="run the circuit's C and Verilog back ends on the test images of its "
                         "dataset (MNIST unless it records another, or --dataset) and "
                         "compare them bit for bit with the NumPy reference",
-            inputs=_verify_inputs),
+            inputs=_verify_inputs, headline=("verify.accuracy", "verify.all_bit_exact")),
     Command("logic fpga", FpgaConfig, _fpga,
             "synthesize, place and route a circuit for an iCE40 FPGA (Yosys + nextpnr): LUTs, "
             "fit, fmax",
             description="Yosys + nextpnr report of a circuit inside a shift-register wrapper "
                         "(system tools or the YoWASP builds: pip install "
                         "'kairo-circuits[fpga]')",
-            inputs=_fpga_inputs),
+            inputs=_fpga_inputs, headline=("fpga.synthesis.lut4", "fpga.fits", "fpga.fmax_mhz")),
     Command("logic bench", BenchConfig, _bench,
             "inference images/s on one core: kairo's compiled C against the anchor's method",
             description="uint8 images in memory → classes on one core, with the "

@@ -22,6 +22,7 @@ import re
 import shutil
 from pathlib import Path
 
+from kairo._app import commands
 from kairo._errors import KairoError
 from kairo.report._content import Cell, Table, cell, fmt, local_time, run_content
 from kairo.report._gather import (RunView, is_number, link_children, view_of_folder,
@@ -35,22 +36,6 @@ _HERE = Path(__file__).parent
 # the families that get a comparison page when the selection holds their runs
 FAMILY_PAGES = {"reservoir": "connectome reservoirs", "fly": "the embodied fly",
                 "logic": "logic-gate circuits", "tsc": "time-series classification"}
-# the metrics the index shows for a run of each command (else its first three numbers)
-_HEADLINE = {
-    "reservoir propagate": ("hypotheses.row_reaches_dn_better_than_spectral.supported",
-                            "hypotheses.row_reaches_dn_better_than_spectral."
-                            "ratio_row_over_spectral"),
-    "reservoir run": ("task", "nrmse", "mc", "r2"),
-    "reservoir compare": ("metric", "real"),
-    "reservoir sweep": ("metric", "param"),
-    "reservoir screen": ("n_stimulated", "n_responding"),
-    "fly run": ("final_distance", "success"),
-    "logic train": ("test_accuracy_circuit", "gates_after"),
-    "logic verify": ("verify.accuracy", "verify.all_bit_exact"),
-    "logic fpga": ("fpga.synthesis.lut4", "fpga.fits", "fpga.fmax_mhz"),
-    "tsc train": ("summary.dataset", "accuracy"),
-    "tsc evaluate": ("accuracy", "f1_macro"),
-}
 
 
 # ---------------------------------------------------------------------- templates
@@ -114,8 +99,13 @@ def _pairs(d: dict) -> Table:
     return Table(header=["name", "value"], rows=[[Cell(str(k)), cell(v)] for k, v in d.items()])
 
 
+def _headline_names(command: str) -> tuple[str, ...]:
+    found = commands().get(command)         # a run of a command this version no longer has
+    return found.headline if found else ()
+
+
 def _headline(v: RunView) -> str:
-    names = [n for n in _HEADLINE.get(v.command, ()) if n in v.metrics]
+    names = [n for n in _headline_names(v.command) if n in v.metrics]
     if not names:
         names = [n for n, x in v.metrics.items() if is_number(x)][:3]
     # a nested name by its last part: the run's page has the whole name
@@ -156,7 +146,7 @@ def _command_table(command: str, views: list[RunView], root: str) -> Table:
     the numeric metrics they all have (the headline ones first, at most eight)."""
     fields = _differing(views)[:8]
     shared = [n for n in views[0].metrics if all(is_number(v.metrics.get(n)) for v in views)]
-    first = [n for n in _HEADLINE.get(command, ()) if n in shared]
+    first = [n for n in _headline_names(command) if n in shared]
     metrics = list(dict.fromkeys(first + shared))[:8]
     rows = [[Cell(v.title, v.id, _run_href(v.key, root)), Cell(v.status),
              *(cell(v.config.get(f)) for f in fields), *(cell(v.metrics[m]) for m in metrics)]

@@ -325,22 +325,25 @@ COMMANDS = [
                         "left/right activity of descending neurons: rate units under each "
                         "normalization, or (--dynamics lif) spiking neurons driven by Poisson "
                         "input at each rate.",
-            inputs=_inputs),
+            inputs=_inputs,
+            headline=("hypotheses.row_reaches_dn_better_than_spectral.supported",
+                      "hypotheses.row_reaches_dn_better_than_spectral.ratio_row_over_spectral")),
     Command("reservoir screen", ScreenConfig, _screen,
             "spiking activation screen of one group",
             description="Stimulate one neuron group of a LIF network with Poisson spikes and "
                         "rank every neuron by its rate increase over baseline (Mann–Whitney "
                         "test per neuron, Benjamini–Hochberg q values), as in Shiu et al. "
-                        "2024.", inputs=_inputs),
+                        "2024.", inputs=_inputs, headline=("n_stimulated", "n_responding")),
     Command("reservoir run", RunConfig, _run, "one reservoir, one task, its metrics",
             description="One connectome reservoir on one task: its metrics, test predictions "
-                        "and figure.", inputs=_inputs),
+                        "and figure.", inputs=_inputs, headline=("task", "nrmse", "mc", "r2")),
     Command("reservoir compare", CompareConfig, _compare, "real connectome vs null models",
             description="The real connectome against replicates of each null model on one "
-                        "task, conditions scored in parallel (--workers).", inputs=_inputs),
+                        "task, conditions scored in parallel (--workers).", inputs=_inputs,
+            headline=("metric", "real")),
     Command("reservoir sweep", SweepConfig, _sweep,
             "a metric against a parameter, real vs nulls",
             description="A task metric against one parameter for the real connectome and null "
                         "replicates (drawn once, reused at every value), in parallel "
-                        "(--workers).", inputs=_inputs),
+                        "(--workers).", inputs=_inputs, headline=("metric", "param")),
 ]
