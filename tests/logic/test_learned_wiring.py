@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from kairo._errors import ConfigError
-from kairo.logic import (LogicDense, LogicTrainConfig, build_model, load_data,
+from kairo.logic import (LogicDense, LogicTrainConfig, load_data,
                          model_from_checkpoint, to_circuit, train)
 from kairo.logic._layers import candidate_sets, fused_available
 
@@ -172,13 +172,8 @@ def test_learned_wiring_config_and_layer_errors():
     with pytest.raises(ConfigError, match="wiring must be one of"):
         LogicDense(4, 4, wiring="zigzag")
     from kairo.logic import LogicConv2d
-    with pytest.raises(ConfigError, match="dense layers only"):
-        LogicConv2d(1, 4, wiring="learned")
-    # a conv network with learned wiring learns its dense layers' wiring only
-    net = build_model(LogicTrainConfig(wiring="learned", kernels=4, conv_blocks=1,
-                                       hidden=20, layers=1))
-    assert [m.wiring for m in net.logic] == ["learned"]
-    assert net.features[0].extra_repr()        # built with unique wiring
+    with pytest.raises(ConfigError, match="wiring must be one of"):
+        LogicConv2d(1, 4, wiring="zigzag")
 
 
 @pytest.fixture(scope="module")

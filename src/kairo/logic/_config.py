@@ -69,9 +69,11 @@ class LogicTrainConfig:
                           low=0)
     wiring: str = option("unique", "which inputs each gate reads: unique (every input used "
                          "before any twice) or random, fixed at the start; or learned: each "
-                         "dense gate input learns which of --candidates sources to read "
-                         "(convolutional layers keep unique wiring)", choices=WIRINGS)
-    candidates: int = option(8, "sources each gate input chooses among with --wiring learned",
+                         "dense gate input learns which of --candidates sources to read, each "
+                         "conv kernel which two channels of its group and each leaf input "
+                         "which window position", choices=WIRINGS)
+    candidates: int = option(8, "sources each dense gate input chooses among with --wiring "
+                             "learned (a conv layer chooses among all channels and positions)",
                              low=2)
     residual_init: float = option(0.0, "> 0: the pass-through gate's logit starts at this "
                                   "value (deep stacks start as identity); 0: N(0, 1) logits",

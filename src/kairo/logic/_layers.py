@@ -37,6 +37,8 @@ __all__ = ["LogicDense", "LogicConv2d", "OrPooling2d", "GroupSum", "Binarize", "
            "conv_out_size", "fused_available", "fused_threads"]
 
 _KERNELS: list = []                             # [module or None], filled on first use
+# a learned conv wiring's drawn channel / position starts this many logits ahead of the rest
+LEARNED_START = 1.0
 
 
 def _load_kernels():
@@ -337,18 +339,26 @@ class LogicConv2d(_GateLayer):
     each, ``weight`` (out_channels, 2^depth − 1, 16), leaves first then level by level) are
     shared over all positions, like a convolution's weights.
 
-    Wiring (fixed at construction, seeded): as in the paper, a tree sees at most two input
-    channels — each kernel draws a channel pair (ca, cb) from its group (``pairings``: ca ≠ cb
-    when the group has two or more channels) and every leaf reads its input a from channel ca
-    and its input b from channel cb, at window positions drawn per leaf (``unique``: dealt
-    from shuffled decks so a tree covers the window before it repeats a position; ``random``:
-    uniform). A leaf never reads one bit twice when the window offers another.
+    Wiring: as in the paper, a tree sees at most two input channels — each kernel draws a
+    channel pair (ca, cb) from its group (``pairings``: ca ≠ cb when the group has two or more
+    channels) and every leaf reads its input a from channel ca and its input b from channel
+    cb, at window positions drawn per leaf (``unique``: dealt from shuffled decks so a tree
+    covers the window before it repeats a position; ``random``: uniform). A leaf never reads
+    one bit twice when the window offers another. ``learned``: the same structure, learned —
+    each kernel holds logits over its group's channels for ca and for cb (``wire_chan``,
+    (K, 2, channels per group)) and each leaf input logits over the window's positions
+    (``wire_pos``, (K, 2^depth, receptive²)); in training a leaf input reads the product
+    mixture (a convolution whose kernel is the outer product of the two relaxed choices),
+    in eval mode or when ``fixed`` the argmax channel and position (:meth:`sources`), so the
+    circuit keeps the paper's shape. The drawn unique wiring starts one logit ahead: with
+    equal logits every leaf of a tree would read the same mixture and get the same gradient.
 
     groups must divide in_channels and out_channels: kernel k of group g reads only the
-    channels of group g (a grouped convolution). ``wiring`` (random or unique), ``residual_init``, ``mode``,
-    ``tau``, ``seed``, ``engine`` and the forward arguments as for :class:`LogicDense`; the
-    torch path gathers (n_samples, K, 2^(depth−1), H'·W') values per leaf input, the fused
-    one streams rows.
+    channels of group g (a grouped convolution). ``residual_init``, ``mode``, ``tau``,
+    ``seed``, ``engine`` and the forward arguments as for :class:`LogicDense`; the torch path
+    gathers (n_samples, K, 2^(depth−1), H'·W') values per leaf input, the fused one streams
+    rows; learned wiring trains through torch's convolution on either engine (the mixture is
+    a dense convolution, which oneDNN computes better than a hand-written loop would).
     """
 
     def __init__(self, in_channels: int, out_channels: int, *, receptive: int = 3,
@@ -374,47 +384,87 @@ class LogicConv2d(_GateLayer):
         if in_channels % groups or out_channels % groups:
             raise ConfigError(f"LogicConv2d groups={groups} must divide in_channels="
                               f"{in_channels} and out_channels={out_channels}")
-        if wiring == "learned":
-            raise ConfigError("wiring: learned wiring is available in dense layers only; a "
-                              "convolutional layer's wiring is random or unique")
-        if wiring not in PAIRINGS:
-            raise ConfigError(f"wiring must be one of {', '.join(PAIRINGS)}; got {wiring!r}")
+        if wiring not in WIRINGS:
+            raise ConfigError(f"wiring must be one of {', '.join(WIRINGS)}; got {wiring!r}")
         self.in_channels, self.out_channels = in_channels, out_channels
         self.receptive, self.depth, self.stride = receptive, depth, stride
-        self.padding, self.groups = padding, groups
+        self.padding, self.groups, self.wiring = padding, groups, wiring
+        draw = "unique" if wiring == "learned" else wiring
         rng = np.random.default_rng(seed)
         n_ch, n_k = in_channels // groups, out_channels // groups
         n_slots, n_pos = 2 ** depth, receptive * receptive
         chans = np.zeros((out_channels, 2), dtype=np.int64)
         pos = np.zeros((out_channels, n_slots), dtype=np.int64)   # slot 2j: leaf j's a
         for g in range(groups):
-            ca, cb = pairings(n_ch, n_k, wiring, rng)
+            ca, cb = pairings(n_ch, n_k, draw, rng)
             chans[g * n_k:(g + 1) * n_k] = np.stack([ca, cb], 1) + g * n_ch
         for k in range(out_channels):
             if chans[k, 0] == chans[k, 1]:       # one channel: the whole tree shares a deck
-                pos[k] = _deal_positions(n_slots, n_pos, wiring, rng)
+                pos[k] = _deal_positions(n_slots, n_pos, draw, rng)
             else:
-                pos[k, 0::2] = _deal_positions(n_slots // 2, n_pos, wiring, rng)
-                pos[k, 1::2] = _deal_positions(n_slots // 2, n_pos, wiring, rng)
+                pos[k, 0::2] = _deal_positions(n_slots // 2, n_pos, draw, rng)
+                pos[k, 1::2] = _deal_positions(n_slots // 2, n_pos, draw, rng)
             if chans[k, 0] == chans[k, 1] and n_pos > 1:
                 same = np.flatnonzero(pos[k, 0::2] == pos[k, 1::2])
                 while same.size:
                     pos[k, 2 * same + 1] = rng.integers(0, n_pos, same.size)
                     same = same[pos[k, 2 * same] == pos[k, 2 * same + 1]]
-        self.register_buffer("channels", torch.from_numpy(chans))      # (K, 2): ca, cb
-        self.register_buffer("dy", torch.from_numpy(pos // receptive))  # (K, 2^depth)
-        self.register_buffer("dx", torch.from_numpy(pos % receptive))
+        if wiring == "learned":
+            local = torch.from_numpy(chans % n_ch)[:, :, None]
+            self.wire_chan = nn.Parameter(torch.zeros(out_channels, 2, n_ch).scatter_(
+                2, local, LEARNED_START))
+            self.wire_pos = nn.Parameter(torch.zeros(out_channels, n_slots, n_pos).scatter_(
+                2, torch.from_numpy(pos)[:, :, None], LEARNED_START))
+        else:
+            self.register_buffer("channels", torch.from_numpy(chans))      # (K, 2): ca, cb
+            self.register_buffer("dy", torch.from_numpy(pos // receptive))  # (K, 2^depth)
+            self.register_buffer("dx", torch.from_numpy(pos % receptive))
         self.weight = _init_weight((out_channels, n_slots - 1), residual_init, rng)
         self._index_cache: dict = {}
+        self._argmax: tuple = ((), None)        # (logits key, sources) for learned wiring
 
     @property
     def n_tree_gates(self) -> int:
         return 2 ** self.depth - 1
 
+    @property
+    def learned(self) -> bool:
+        return self.wiring == "learned"
+
     def extra_repr(self) -> str:
         return (f"{self.in_channels} → {self.out_channels}, receptive={self.receptive}, "
                 f"depth={self.depth}, stride={self.stride}, padding={self.padding}, "
-                f"groups={self.groups}, mode={self.mode}, engine={self.engine}")
+                f"groups={self.groups}, wiring={self.wiring}, mode={self.mode}, "
+                f"engine={self.engine}")
+
+    def _wiring_key(self) -> tuple:
+        """Changes whenever the wiring may have (an optimizer step, load_state_dict, .to())."""
+        held = (self.wire_chan, self.wire_pos) if self.learned else (self.channels, self.dy,
+                                                                     self.dx)
+        return tuple((t._version, t.data_ptr()) for t in held)
+
+    def sources(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(channels (K, 2): each kernel's ca and cb; dy, dx (K, 2^depth): each leaf input's
+        offset in the window, slot 2j leaf j's a) — for learned wiring the most likely choice
+        of each, cached while the logits stay."""
+        if not self.learned:
+            return self.channels, self.dy, self.dx
+        key = self._wiring_key()
+        if self._argmax[0] != key:
+            n_ch, n_k = self.in_channels // self.groups, self.out_channels // self.groups
+            first = (torch.arange(self.out_channels, device=self.wire_chan.device) // n_k) * n_ch
+            pos = self.wire_pos.detach().argmax(-1)
+            self._argmax = (key, (self.wire_chan.detach().argmax(-1) + first[:, None],
+                                  pos // self.receptive, pos % self.receptive))
+        return self._argmax[1]
+
+    def wire_probs(self, *, temperature: float = 1.0, mode: str | None = None
+                   ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(K, 2, channels per group) and (K, 2^depth, receptive²): the relaxed choice of
+        each tree side's channel and of each leaf input's position (learned wiring only)."""
+        mode = _check_mode(mode) if mode is not None else self.mode
+        return tuple(_relaxed(w, mode, temperature, self.tau) for w in (self.wire_chan,
+                                                                        self.wire_pos))
 
     def out_size(self, h: int, w: int) -> tuple[int, int]:
         ho = conv_out_size(h, self.receptive, self.stride, self.padding)
@@ -435,19 +485,19 @@ class LogicConv2d(_GateLayer):
 
         Two (K, 2^(depth−1), H'·W') int64 tensors; cached per input size and wiring.
         """
-        key = (h, w) + tuple((t._version, t.data_ptr()) for t in (self.dy, self.dx,
-                                                                  self.channels))
+        key = (h, w) + self._wiring_key()
         hit = self._index_cache.get(key)
         if hit is not None:
             return hit
+        channels, dy, dx = self.sources()
         ho, wo = self.out_size(h, w)
         hp, wp = h + 2 * self.padding, w + 2 * self.padding
-        dev = self.dy.device
+        dev = dy.device
         oy = torch.arange(ho, device=dev) * self.stride
         ox = torch.arange(wo, device=dev) * self.stride
         start = (oy[:, None] * wp + ox[None, :]).reshape(-1)                    # (P,)
-        off = self.dy * wp + self.dx                                            # (K, S)
-        chan = self.channels[:, torch.arange(2 ** self.depth, device=dev) % 2]  # (K, S)
+        off = dy * wp + dx                                                      # (K, S)
+        chan = channels[:, torch.arange(2 ** self.depth, device=dev) % 2]       # (K, S)
         idx = (chan * (hp * wp) + off)[:, :, None] + start[None, None, :]       # (K, S, P)
         hit = (idx[:, 0::2].contiguous(), idx[:, 1::2].contiguous())
         self._index_cache = {key: hit}
@@ -458,17 +508,20 @@ class LogicConv2d(_GateLayer):
         ho, wo = self._check_input(x)
         c = self.gate_coeffs(x.dtype, temperature=temperature, fixed=fixed,
                              mode=mode)                              # (K, G, 4)
-        if _use_fused(self.engine, x):
-            # sample-minor inside: (C, H, W, n_samples); the permutes are free between layers
-            y = _load_kernels().conv(x.permute(1, 2, 3, 0), c, self.channels, self.dy,
-                                     self.dx, self.stride, self.padding, ho, wo)
-            return y.permute(3, 0, 1, 2)
         n = x.shape[0]
-        p = self.padding
-        xf = nn.functional.pad(x, (p, p, p, p)).reshape(n, -1)      # (n, C·Hp·Wp)
-        ia, ib = self.gather_index(x.shape[2], x.shape[3])
-        a, b = xf[:, ia], xf[:, ib]                                  # (n, K, L, P)
-        lo, size = 0, ia.shape[1]
+        if self.learned and self.training and not fixed:
+            a, b = self._mixed_leaves(x, temperature, mode)          # (n, K, L, P)
+        elif _use_fused(self.engine, x):
+            # sample-minor inside: (C, H, W, n_samples); the permutes are free between layers
+            y = _load_kernels().conv(x.permute(1, 2, 3, 0), c, *self.sources(), self.stride,
+                                     self.padding, ho, wo)
+            return y.permute(3, 0, 1, 2)
+        else:
+            p = self.padding
+            xf = nn.functional.pad(x, (p, p, p, p)).reshape(n, -1)  # (n, C·Hp·Wp)
+            ia, ib = self.gather_index(x.shape[2], x.shape[3])
+            a, b = xf[:, ia], xf[:, ib]                              # (n, K, L, P)
+        lo, size = 0, a.shape[2]
         while True:
             cl = c[:, lo:lo + size, :, None]                         # (K, size, 4, 1)
             y = cl[:, :, 0] + cl[:, :, 1] * a + cl[:, :, 2] * b + cl[:, :, 3] * (a * b)
@@ -477,6 +530,21 @@ class LogicConv2d(_GateLayer):
                 break
             a, b, size = y[:, :, 0::2], y[:, :, 1::2], size // 2
         return y.reshape(n, self.out_channels, ho, wo)              # root: (n, K, H', W')
+
+    def _mixed_leaves(self, x: torch.Tensor, temperature: float, mode: str | None
+                      ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Learned wiring in training: every leaf input's value is the mixture of the window
+        under its relaxed channel × position choice — one grouped convolution with K·2^depth
+        output channels. (n, K, 2^(depth−1), H'·W') for the a and the b inputs."""
+        pc, pp = (q.to(x.dtype) for q in self.wire_probs(temperature=temperature, mode=mode))
+        n_slots, r = 2 ** self.depth, self.receptive
+        side = torch.arange(n_slots, device=pc.device) % 2
+        kernel = (pc[:, side, :, None] * pp[:, :, None, :]).reshape(
+            self.out_channels * n_slots, -1, r, r)                  # (K·S, C/groups, r, r)
+        y = nn.functional.conv2d(x, kernel, stride=self.stride, padding=self.padding,
+                                 groups=self.groups)
+        y = y.reshape(x.shape[0], self.out_channels, n_slots, -1)
+        return y[:, :, 0::2], y[:, :, 1::2]
 
 
 class OrPooling2d(nn.Module):

@@ -57,7 +57,7 @@ class LogicNet(nn.Module):
                 conv = LogicConv2d(c_in, c_out, receptive=cfg.receptive, depth=cfg.conv_depth,
                                    stride=cfg.conv_stride, padding=cfg.padding,
                                    groups=cfg.conv_groups,
-                                   wiring="unique" if cfg.wiring == "learned" else cfg.wiring,
+                                   wiring=cfg.wiring,
                                    residual_init=cfg.residual_init, mode=cfg.gate_mode,
                                    tau=cfg.gumbel_tau, seed=rng, engine=cfg.engine)
                 blocks += [conv, OrPooling2d(2, 2, engine=cfg.engine)]
@@ -257,8 +257,8 @@ def _conv_circuit(net: _Netlist, layer: LogicConv2d, nodes: np.ndarray) -> np.nd
     p, s = layer.padding, layer.stride
     if p:
         nodes = np.pad(nodes, ((0, 0), (p, p), (p, p)), constant_values=net.zero())
-    ch = layer.channels.numpy()[:, np.arange(2 ** layer.depth) % 2]        # (K, S)
-    dy, dx = layer.dy.numpy(), layer.dx.numpy()
+    channels, dy, dx = (t.cpu().numpy() for t in layer.sources())
+    ch = channels[:, np.arange(2 ** layer.depth) % 2]                        # (K, S)
     ys = (np.arange(ho) * s)[None, None, :, None] + dy[:, :, None, None]     # (K, S, H', 1)
     xs = (np.arange(wo) * s)[None, None, None, :] + dx[:, :, None, None]     # (K, S, 1, W')
     inp = nodes[ch[:, :, None, None], ys, xs]                                 # (K, S, H', W')
