@@ -106,20 +106,24 @@ def _advance(s0, n_steps, v, g, until, ring, ref, indptr, indices, wdata, ev_ptr
         if n_out + n > out_step.shape[0]:
             return k, n_out
         row = ring[s % d]
-        m = 0
+        # integrate every neuron that is not refractory, without a branch so that the loop
+        # vectorizes; g takes the events sent `delay` steps ago (a spiking neuron's is reset)
         for i in range(n):
             r = row[i]
             row[i] = 0.0
-            if s >= until[i]:                          # not refractory: integrate, threshold
-                gi = g[i]
-                vi = v_rest + a_m * (v[i] - v_rest) + c * gi
-                v[i] = vi
-                if vi > v_th:
-                    spk[m] = i
-                    m += 1
-                    until[i] = s + max(ref[i], 1)
-                else:
-                    g[i] = a_s * gi + r                # events sent `delay` steps ago
+            free = s >= until[i]
+            gi = g[i]
+            vi = v[i]
+            v_new = v_rest + a_m * (vi - v_rest) + c * gi
+            g_new = a_s * gi + r
+            v[i] = v_new if free else vi
+            g[i] = g_new if free else gi
+        m = 0
+        for i in range(n):                             # threshold (a refractory v is held)
+            if v[i] > v_th and s >= until[i]:
+                spk[m] = i
+                m += 1
+                until[i] = s + max(ref[i], 1)
         for e in range(ev_ptr[k], ev_ptr[k + 1]):
             j = ev_idx[e]
             if s >= until[j]:
