@@ -55,7 +55,8 @@ def test_the_training_mixture_is_the_windows_weighted_by_both_choices(c_in, k, r
                                     padding=pad, groups=groups, wiring="learned", seed=1,
                                     engine="torch"), 0).double()
     x = torch.rand(3, c_in, *hw, dtype=torch.float64)
-    a, b = layer._mixed_leaves(x, 1.0, None)
+    leaves = layer._mixed_leaves(x, 1.0, None)
+    a, b = leaves[:, :, 0::2], leaves[:, :, 1::2]
     ra, rb = _reference_leaves(layer, x)
     torch.testing.assert_close(a, ra)
     torch.testing.assert_close(b, rb)
@@ -75,6 +76,40 @@ def test_learned_conv_gradcheck():
 
     args = [x] + [p.detach().clone().requires_grad_() for p in params]
     assert torch.autograd.gradcheck(g, args)
+
+
+@pytest.mark.skipif(not fused_available(), reason="numba is not installed")
+@pytest.mark.parametrize("mode", ["soft", "hard", "gumbel"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("c_in, k, r, depth, stride, pad, groups, hw", SHAPES)
+def test_the_fused_tree_equals_torch_in_training(mode, dtype, c_in, k, r, depth, stride, pad,
+                                                 groups, hw):
+    """The fused engine runs the trees over the mixed leaves in numba: its values and every
+    gradient (input, gates, channel and position logits) equal the torch reference."""
+    out = []
+    for engine in ("torch", "fused"):
+        layer = _randomized(LogicConv2d(c_in, k, receptive=r, depth=depth, stride=stride,
+                                        padding=pad, groups=groups, wiring="learned", seed=4,
+                                        mode=mode, engine=engine), 2).to(dtype)
+        x = torch.rand(5, c_in, *hw, generator=torch.Generator().manual_seed(1),
+                       dtype=dtype).requires_grad_()
+        torch.manual_seed(7)                                  # the same Gumbel noise
+        y = layer(x)
+        (y * torch.linspace(-1, 1, y.numel(), dtype=dtype).view_as(y)).sum().backward()
+        out.append((y, x.grad, layer.weight.grad, layer.wire_chan.grad, layer.wire_pos.grad))
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == torch.float32 else {}
+    for a, b in zip(*out):
+        torch.testing.assert_close(a, b, **tol)
+
+
+@pytest.mark.skipif(not fused_available(), reason="numba is not installed")
+def test_fused_tree_gradcheck():
+    from kairo.logic import _kernels
+
+    g = torch.Generator().manual_seed(0)
+    leaves = torch.rand(2, 3, 8, 13, dtype=torch.float64, generator=g).requires_grad_()
+    c = torch.randn(3, 7, 4, dtype=torch.float64, generator=g).requires_grad_()
+    assert torch.autograd.gradcheck(_kernels.tree, (leaves, c))
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -43,7 +43,8 @@ import numpy as np
 import torch
 from numba import njit
 
-__all__ = ["dense", "dense_learned", "conv", "pool", "dense_users", "set_num_threads", "training_threads"]
+__all__ = ["dense", "dense_learned", "conv", "tree", "pool", "dense_users", "set_num_threads",
+           "training_threads"]
 
 _JIT = {"fastmath": False, "cache": True, "nogil": True}
 _INL = {**_JIT, "inline": "always"}
@@ -309,6 +310,67 @@ def _conv_bwd(part, lo, hi, xq, geom, ch, dy, dx, c, g, need_x, gx_parts, dc):
                 for col in range(0, row, n):
                     _add(lanes, acc[q, m, col:col + n])
                 dc[k, q, m] = lanes.sum()
+
+
+@njit(**_INL)
+def _leaf_tree(lk, ck, vals):
+    """vals[q] = gate q of one tree (leaves first, root last) over the columns of its leaf
+    inputs ``lk`` (2^depth, P), slot 2j leaf j's a."""
+    n_leaf = lk.shape[0] // 2
+    for j in range(n_leaf):
+        _gate(lk[2 * j], lk[2 * j + 1], ck[j], vals[j])
+    lo, size = 0, n_leaf
+    while size > 1:
+        for j in range(size // 2):
+            _gate(vals[lo + 2 * j], vals[lo + 2 * j + 1], ck[lo + size + j], vals[lo + size + j])
+        lo += size
+        size //= 2
+
+
+@njit(**_JIT)
+def _tree_fwd_leaves(part, lo, hi, leaves, c, y):
+    """Trees lo…hi−1 of every sample: y[i, k] = the root of tree k over leaves[i, k]
+    (2^depth, P); one sample's P positions at a time, so the tree's values stay in cache."""
+    n_gates = c.shape[1]
+    vals = np.empty((n_gates, leaves.shape[3]), dtype=leaves.dtype)
+    for k in range(lo, hi):
+        for i in range(leaves.shape[0]):
+            _leaf_tree(leaves[i, k], c[k], vals)
+            y[i, k] = vals[n_gates - 1]
+
+
+@njit(**_JIT)
+def _tree_bwd_leaves(part, lo, hi, leaves, c, g, gl, dc):
+    """Trees lo…hi−1: ∂L/∂leaves into gl (every value written) and ∂L/∂c into dc, summed
+    per position over the samples in the leaves' dtype, then over positions in float64."""
+    n_gates, n_pos = c.shape[1], leaves.shape[3]
+    n_leaf = leaves.shape[2] // 2
+    vals = np.empty((n_gates, n_pos), dtype=leaves.dtype)
+    grads = np.empty((n_gates, n_pos), dtype=leaves.dtype)
+    acc = np.empty((n_gates, 4, n_pos), dtype=leaves.dtype)
+    for k in range(lo, hi):
+        acc[:] = 0
+        for i in range(leaves.shape[0]):
+            lk = leaves[i, k]
+            _leaf_tree(lk, c[k], vals)
+            grads[n_gates - 1] = g[i, k]
+            top, size = n_gates - 1, 1             # root first: gradients to the children
+            while size < n_leaf:
+                below = top - 2 * size
+                for j in range(size):
+                    _gate_back(vals[below + 2 * j], vals[below + 2 * j + 1], c[k, top + j],
+                               grads[top + j], acc[top + j], grads[below + 2 * j],
+                               grads[below + 2 * j + 1])
+                top, size = below, 2 * size
+            for j in range(n_leaf):
+                _gate_back(lk[2 * j], lk[2 * j + 1], c[k, j], grads[j], acc[j],
+                           gl[i, k, 2 * j], gl[i, k, 2 * j + 1])
+        for q in range(n_gates):
+            for m in range(4):
+                total = 0.0
+                for col in range(n_pos):
+                    total += acc[q, m, col]
+                dc[k, q, m] = total
 
 
 @njit(**_JIT)
@@ -612,6 +674,34 @@ def conv(x: torch.Tensor, c: torch.Tensor, ch: torch.Tensor, dy: torch.Tensor,
     xq = x.reshape(n_c, hp, wq, stride, n).permute(0, 1, 3, 2, 4).contiguous()
     geom = (hp, int(stride), wq, n, int(ho), int(wo))
     return _Conv.apply(xq, c.contiguous(), ch, dy, dx, geom)
+
+
+class _Tree(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, leaves, c):
+        n, n_k, _, n_pos = leaves.shape
+        y = torch.empty(n, n_k, n_pos, dtype=leaves.dtype)
+        _parallel(_tree_fwd_leaves, _parts(n_k, leaves.numel() * 2), _np(leaves), _np(c),
+                  y.numpy())
+        ctx.save_for_backward(leaves, c)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        leaves, c = ctx.saved_tensors
+        gl = torch.empty_like(leaves)
+        dc = np.empty(c.shape, dtype=np.float64)
+        _parallel(_tree_bwd_leaves, _parts(c.shape[0], leaves.numel() * 4), _np(leaves),
+                  _np(c), _np(g.contiguous()), gl.numpy(), dc)
+        return gl, torch.from_numpy(dc).to(c.dtype)
+
+
+def tree(leaves: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+    """Trees of gates over given leaf inputs (a learned conv layer's mixtures): leaves
+    (n_samples, K, 2^depth, P) — slot 2j is leaf j's a, 2j + 1 its b — and c
+    (K, 2^depth − 1, 4) → the roots (n_samples, K, P). Each tree is one thread's: no two
+    threads write one value."""
+    return _Tree.apply(leaves.contiguous(), c.contiguous())
 
 
 class _Pool(torch.autograd.Function):
