@@ -216,7 +216,7 @@ def main(argv=None) -> int:
     res = {"script": "benchmarks/logic_inference.py",
            "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
            "cpu": bb.cpu_model(), "cpu_count": os.cpu_count(), "python": platform.python_version(),
-           "versions": {p: version(p) for p in ("kairo", "numpy")},
+           "versions": {p: version(p) for p in ("kairo-circuits", "numpy")},
            "gcc": subprocess.run([*find_compiler(), "--version"], capture_output=True,
                                  text=True).stdout.splitlines()[0],
            "images": args.images, "repeats": args.repeats, "circuits": {}}
