@@ -357,8 +357,9 @@ class LogicConv2d(_GateLayer):
     channels of group g (a grouped convolution). ``residual_init``, ``mode``, ``tau``,
     ``seed``, ``engine`` and the forward arguments as for :class:`LogicDense`; the torch path
     gathers (n_samples, K, 2^(depth−1), H'·W') values per leaf input, the fused one streams
-    rows; learned wiring trains through torch's convolution on either engine (the mixture is
-    a dense convolution, which oneDNN computes better than a hand-written loop would).
+    rows. Learned wiring in training mixes the leaves with torch's convolution on either
+    engine (a dense convolution, which oneDNN computes better than a hand-written loop
+    would); the fused engine then runs the trees over them in numba (``kernels.tree``).
     """
 
     def __init__(self, in_channels: int, out_channels: int, *, receptive: int = 3,
