@@ -12,8 +12,9 @@ import pytest
 import torch
 
 from kairo.logic import (LogicConv2d, LogicTrainConfig, build_model, load_data,
-                         model_from_checkpoint, to_circuit, train)
+                         model_from_checkpoint)
 from kairo.logic._layers import fused_available
+from resume import assert_circuit_is_model, train_killed_and_resumed
 
 ENGINES = ["torch", pytest.param("fused", marks=pytest.mark.skipif(
     not fused_available(), reason="numba is not installed"))]
@@ -195,21 +196,10 @@ def test_a_learned_conv_network_trains_resumes_exactly_and_is_its_circuit(learne
     cfg, data = learned_conv
     net = build_model(cfg)
     assert net.features[0].wiring == "learned" and net.logic[0].wiring == "learned"
-    quiet = dict(data=data, progress_bar=False)
-    full = train(cfg, checkpoint=tmp_path / "full.pt", **quiet)
+    full = train_killed_and_resumed(cfg, data, tmp_path, stop=40)
     assert full["history"][-1]["val_discrete"] > 0.9
-    train(LogicTrainConfig(**{**cfg.__dict__, "iters": 40}), checkpoint=tmp_path / "part.pt",
-          **quiet)
-    resumed = train(cfg, checkpoint=tmp_path / "part.pt", **quiet)
-    assert resumed["resumed_from"] == 40
-    for (name, p), q in zip(full["model"].named_parameters(), resumed["model"].parameters()):
-        torch.testing.assert_close(p, q, rtol=0, atol=0, msg=name)
     model, _ = model_from_checkpoint(tmp_path / "full.pt")
     conv = model.features[0]
     start = LogicConv2d(conv.in_channels, conv.out_channels, wiring="learned", seed=0)
     assert not torch.equal(conv.wire_pos, start.wire_pos)        # the positions trained
-    circ = to_circuit(model)
-    xt, _ = data["test"]
-    with torch.no_grad():
-        pm = model(torch.from_numpy(xt)).argmax(1).numpy()
-    np.testing.assert_array_equal(circ.predict(circ.image_bits(xt)), pm)
+    assert_circuit_is_model(model, data)

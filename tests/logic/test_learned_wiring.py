@@ -11,8 +11,9 @@ import torch
 
 from kairo._errors import ConfigError
 from kairo.logic import (LogicDense, LogicTrainConfig, load_data,
-                         model_from_checkpoint, to_circuit, train)
+                         model_from_checkpoint, train)
 from kairo.logic._layers import candidate_sets, fused_available
+from resume import assert_circuit_is_model, train_killed_and_resumed
 
 fused = pytest.mark.skipif(not fused_available(), reason="numba is not installed")
 
@@ -186,25 +187,13 @@ def learned_zero_one(data_dir):
 
 def test_learned_network_trains_resumes_exactly_and_is_its_circuit(learned_zero_one, tmp_path):
     cfg, data = learned_zero_one
-    quiet = dict(data=data, progress_bar=False)
-    full = train(cfg, checkpoint=tmp_path / "full.pt", **quiet)
+    full = train_killed_and_resumed(cfg, data, tmp_path, stop=40)
     assert full["history"][-1]["val_discrete"] > 0.95
-    # killed after 40 iterations (its checkpoint), then resumed to the end
-    train(LogicTrainConfig(**{**cfg.__dict__, "iters": 40}), checkpoint=tmp_path / "part.pt",
-          **quiet)
-    resumed = train(cfg, checkpoint=tmp_path / "part.pt", **quiet)
-    assert resumed["resumed_from"] == 40
-    for (name, p), q in zip(full["model"].named_parameters(), resumed["model"].parameters()):
-        torch.testing.assert_close(p, q, rtol=0, atol=0, msg=name)
     assert any(n.endswith("wire_a") for n, _ in full["model"].named_parameters())
     model, cfg2 = model_from_checkpoint(tmp_path / "full.pt")
     assert cfg2 == cfg
-    circ = to_circuit(model)
-    xt, _ = data["test"]
-    with torch.no_grad():
-        pm = model(torch.from_numpy(xt)).argmax(1).numpy()
-    np.testing.assert_array_equal(circ.predict(circ.image_bits(xt)), pm)
+    assert_circuit_is_model(model, data)
     # a checkpoint of random wiring does not load into learned wiring
     other = LogicTrainConfig(**{**cfg.__dict__, "wiring": "unique"})
     with pytest.raises(Exception, match="wiring"):
-        train(other, checkpoint=tmp_path / "full.pt", **quiet)
+        train(other, checkpoint=tmp_path / "full.pt", data=data, progress_bar=False)

@@ -232,6 +232,32 @@ def _span(xq, geom, ch, y, x):
 
 
 @njit(**_INL)
+def _levels_fwd(ck, vals, n_leaf):
+    """A tree's inner levels over its leaf gates' values vals[0 … n_leaf−1]: each level
+    combines pairs of the level below, the root last (ck: the tree's gate coefficients)."""
+    lo, size = 0, n_leaf
+    while size > 1:
+        for j in range(size // 2):
+            _gate(vals[lo + 2 * j], vals[lo + 2 * j + 1], ck[lo + size + j], vals[lo + size + j])
+        lo += size
+        size //= 2
+
+
+@njit(**_INL)
+def _levels_bwd(ck, vals, grads, acc, n_leaf):
+    """Root first: each inner gate's gradient (grads[q]) to its two children, its
+    coefficients' into acc[q]; leaves the leaf gates' gradients in grads[0 … n_leaf−1]."""
+    top, size = ck.shape[0] - 1, 1
+    while size < n_leaf:
+        below = top - 2 * size                 # first gate of the level below
+        for j in range(size):
+            _gate_back(vals[below + 2 * j], vals[below + 2 * j + 1], ck[top + j],
+                       grads[top + j], acc[top + j], grads[below + 2 * j],
+                       grads[below + 2 * j + 1])
+        top, size = below, 2 * size
+
+
+@njit(**_INL)
 def _tree_fwd(xq, geom, k, oy, ch, dy, dx, c, vals):
     """vals[q] = gate q of kernel k's tree (leaves first, root last) along output row oy."""
     n_leaf = dy.shape[1] // 2
@@ -240,13 +266,7 @@ def _tree_fwd(xq, geom, k, oy, ch, dy, dx, c, vals):
         _gate(_span(xq, geom, ch[k, 0], y0 + dy[k, 2 * j], dx[k, 2 * j]),
               _span(xq, geom, ch[k, 1], y0 + dy[k, 2 * j + 1], dx[k, 2 * j + 1]),
               c[k, j], vals[j])
-    lo, size = 0, n_leaf
-    while size > 1:
-        for j in range(size // 2):
-            _gate(vals[lo + 2 * j], vals[lo + 2 * j + 1], c[k, lo + size + j],
-                  vals[lo + size + j])
-        lo += size
-        size //= 2
+    _levels_fwd(c[k], vals, n_leaf)
 
 
 @njit(**_JIT)
@@ -286,15 +306,7 @@ def _conv_bwd(part, lo, hi, xq, geom, ch, dy, dx, c, g, need_x, gx_parts, dc):
             _tree_fwd(xq, geom, k, oy, ch, dy, dx, c, vals)
             item = k * ho + oy
             grads[n_gates - 1] = g[item * row:(item + 1) * row]
-            # inner levels, root first: a gate's gradient goes to its two children
-            top, size = n_gates - 1, 1
-            while size < n_leaf:
-                below = top - 2 * size                 # first gate of the level below
-                for j in range(size):
-                    _gate_back(vals[below + 2 * j], vals[below + 2 * j + 1], c[k, top + j],
-                               grads[top + j], acc[top + j], grads[below + 2 * j],
-                               grads[below + 2 * j + 1])
-                top, size = below, 2 * size
+            _levels_bwd(c[k], vals, grads, acc, n_leaf)
             y0 = oy * geom[1]
             for j in range(n_leaf):
                 ya, xa = y0 + dy[k, 2 * j], dx[k, 2 * j]
@@ -319,12 +331,7 @@ def _leaf_tree(lk, ck, vals):
     n_leaf = lk.shape[0] // 2
     for j in range(n_leaf):
         _gate(lk[2 * j], lk[2 * j + 1], ck[j], vals[j])
-    lo, size = 0, n_leaf
-    while size > 1:
-        for j in range(size // 2):
-            _gate(vals[lo + 2 * j], vals[lo + 2 * j + 1], ck[lo + size + j], vals[lo + size + j])
-        lo += size
-        size //= 2
+    _levels_fwd(ck, vals, n_leaf)
 
 
 @njit(**_JIT)
@@ -354,14 +361,7 @@ def _tree_bwd_leaves(part, lo, hi, leaves, c, g, gl, dc):
             lk = leaves[i, k]
             _leaf_tree(lk, c[k], vals)
             grads[n_gates - 1] = g[i, k]
-            top, size = n_gates - 1, 1             # root first: gradients to the children
-            while size < n_leaf:
-                below = top - 2 * size
-                for j in range(size):
-                    _gate_back(vals[below + 2 * j], vals[below + 2 * j + 1], c[k, top + j],
-                               grads[top + j], acc[top + j], grads[below + 2 * j],
-                               grads[below + 2 * j + 1])
-                top, size = below, 2 * size
+            _levels_bwd(c[k], vals, grads, acc, n_leaf)
             for j in range(n_leaf):
                 _gate_back(lk[2 * j], lk[2 * j + 1], c[k, j], grads[j], acc[j],
                            gl[i, k, 2 * j], gl[i, k, 2 * j + 1])
