@@ -13,9 +13,11 @@ import datetime as _dt
 import json
 import math
 import os
+import random
 import re
 import socket
 import sqlite3
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -212,11 +214,7 @@ class Store:
                              f"kairo leaves it as it is — move it away or choose another "
                              f"--store") from None
         if not tables:
-            try:
-                con.execute("PRAGMA journal_mode = WAL")
-                con.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise StoreError(f"cannot write the results store {self.path}: {exc}") from None
+            self._lock_new(con)
             try:
                 # another process may have created it while this one waited for the lock
                 if not con.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
@@ -248,6 +246,27 @@ class Store:
         if version < 1:
             raise StoreError(f"results store {self.path} has no schema version; it was not "
                              f"written by a kairo release — choose another --store")
+
+    def _lock_new(self, con: sqlite3.Connection, wait: float = 60.0) -> None:
+        """Switch a new database to WAL and take its write lock. While several processes
+        create the same store, SQLite answers some of them "locked" at once, without its
+        busy handler (a rollback-mode lock upgrade it refuses to wait on), so retry here for
+        as long as the connection would have waited."""
+        deadline = time.monotonic() + wait
+        delay = 0.005
+        while True:
+            try:
+                con.execute("PRAGMA journal_mode = WAL")
+                con.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise StoreError(f"cannot write the results store {self.path}: "
+                                     f"{exc}") from None
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot write the results store {self.path}: {exc}") from None
+            time.sleep(delay * (1 + random.random()))
+            delay = min(delay * 2, 0.2)
 
     def _write(self, sql: str, args=(), many: list | None = None):
         con = self._connect()
