@@ -45,24 +45,28 @@ def test_input_spike_fires_the_next_step_and_refractoriness_holds():
     assert out.step.tolist() == [1, 6, 11]
 
 
-def test_synaptic_delay_and_the_first_spike_time_of_a_driven_neuron():
+@pytest.mark.parametrize("engine", ["numba", "torch"])
+@pytest.mark.parametrize("delay", [0.1, 0.3, 1.8])
+def test_synaptic_delay_and_the_first_spike_time_of_a_driven_neuron(engine, delay):
     # 0 → 1 with 200 synapses of 0.275 mV: g jumps by 55 mV one delay after neuron 0 spikes
     # (the kernel's peak is 0.157 g, so ≥ 45 mV of g are needed to gain the 7 mV to threshold)
+    if engine == "torch":
+        pytest.importorskip("torch")
     w = sp.csr_matrix(np.array([[0.0, 200.0], [0.0, 0.0]]))
-    net = LIFNetwork(w, LIFParams(), engine="numba")
+    p = LIFParams(delay=delay)
+    net = LIFNetwork(w, p, engine=engine, device="cpu")
     out = net.run(20.0, input_spikes=([0.0], [0]))
     s0 = out.step[out.neuron == 0].tolist()
     s1 = out.step[out.neuron == 1].tolist()
     assert s0 == [1]
-    # neuron 1's g arrives at step 1 + 18 and its v crosses −45 mV when
+    # neuron 1's g arrives at step 1 + delay and its v crosses −45 mV when
     # 55 · τs/(τs−τm) · (e^{−t/τs} − e^{−t/τm}) > 7 mV: solve on the step grid
-    p = LIFParams()
     a_m, a_s, c = p.propagator()
     v, g, k = 0.0, 55.0, 0
     while v <= 7.0 and k < 200:
         v, g, k = a_m * v + c * g, a_s * g, k + 1
     assert k < 200
-    assert s1 == [1 + 18 + k]
+    assert s1 == [1 + p.delay_steps + k]
 
 
 def test_counts_rates_and_bins():
@@ -86,7 +90,8 @@ def test_poisson_rate_and_seeds():
     assert not np.array_equal(c.counts(), a.counts())
 
 
-def test_engines_agree_on_a_random_signed_network():
+@pytest.mark.parametrize("delay", [0.1, 1.8])
+def test_engines_agree_on_a_random_signed_network(delay):
     pytest.importorskip("torch")
     rng = np.random.default_rng(0)
     n = 300
@@ -94,8 +99,9 @@ def test_engines_agree_on_a_random_signed_network():
                   data_rvs=lambda k: rng.integers(1, 12, k).astype(float))
     w = sp.diags(np.where(rng.random(n) < 0.2, -1.0, 1.0)) @ w     # 20 % inhibitory rows
     kw = dict(input_neurons=np.arange(40), rate_hz=120.0, trials=3, seed=7)
-    a = LIFNetwork(w, engine="numba").run(200, **kw)
-    b = LIFNetwork(w, engine="torch", device="cpu").run(200, **kw)
+    p = LIFParams(delay=delay)
+    a = LIFNetwork(w, p, engine="numba").run(200, **kw)
+    b = LIFNetwork(w, p, engine="torch", device="cpu").run(200, **kw)
     assert a.step.size > 1000
     for f in ("trial", "step", "neuron"):
         assert np.array_equal(getattr(a, f), getattr(b, f))
@@ -165,6 +171,16 @@ def test_bad_run_arguments():
         LIFNetwork(sp.csr_matrix((5, 4)))
     with pytest.raises(KairoError, match="engine"):
         LIFNetwork(sp.csr_matrix((5, 5)), engine="nest")
+
+
+def test_brian2_run_refuses_bad_repeats():
+    pytest.importorskip("brian2")
+    net = LIFNetwork(sp.csr_matrix((5, 5)), engine="numba")
+    for bad in (0, 1.5, True):
+        with pytest.raises(KairoError, match="repeats"):
+            brian2_run(net, 10.0, target="cpp_standalone", repeats=bad)
+    with pytest.raises(KairoError, match="repeats.*cpp_standalone"):
+        brian2_run(net, 10.0, target="numpy", repeats=2)
 
 
 # ---------------------------------------------------------------------------- experiments
