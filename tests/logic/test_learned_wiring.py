@@ -197,3 +197,80 @@ def test_learned_network_trains_resumes_exactly_and_is_its_circuit(learned_zero_
     other = LogicTrainConfig(**{**cfg.__dict__, "wiring": "unique"})
     with pytest.raises(Exception, match="wiring"):
         train(other, checkpoint=tmp_path / "full.pt", data=data, progress_bar=False)
+
+
+# ---------------------------------------------------------------------------- redraw
+def test_redraw_replaces_the_least_likely_candidates_and_keeps_the_circuit():
+    m = LogicDense(100, 50, wiring="learned", candidates=8, seed=1)
+    with torch.no_grad():
+        m.wire_a.normal_(generator=torch.Generator().manual_seed(0))
+        m.wire_b.normal_(generator=torch.Generator().manual_seed(1))
+    src = m.sources()
+    before = [(m.ca.clone(), m.wire_a.detach().clone()), (m.cb.clone(), m.wire_b.detach().clone())]
+    out = m.redraw(0.25, np.random.default_rng(0))
+    assert [w is v for (w, _), v in zip(out, (m.wire_a, m.wire_b))] == [True, True]
+    for (cand, w), (c0, w0), (_, mask) in zip(((m.ca, m.wire_a), (m.cb, m.wire_b)), before, out):
+        assert all(len(set(r.tolist())) == 8 for r in cand)        # still no source twice
+        assert not ((cand != c0) & ~mask).any()                    # only the masked slots move
+        assert mask.sum(1).max() <= 2 and mask.sum() > 0.9 * 2 * 50  # 2 of 8 (rare clashes)
+        for r in range(50):
+            # the two least likely go (a few stay where the drawn source was in the set);
+            # the new ones start at the lowest logit the set keeps, the third smallest
+            low = w0[r].sort().values
+            assert w0[r][mask[r]].max() <= low[1] if mask[r].any() else True
+            torch.testing.assert_close(w.detach()[r][mask[r]],
+                                       low[2].expand(int(mask[r].sum())))
+            torch.testing.assert_close(w.detach()[r][~mask[r]], w0[r][~mask[r]])
+    for a, b in zip(src, m.sources()):                             # the argmax stays
+        assert torch.equal(a, b)
+    # equal logits: the argmax (the first) is kept all the same
+    m2 = LogicDense(100, 5, wiring="learned", candidates=4, seed=0)
+    first = m2.sources()
+    m2.redraw(0.5, np.random.default_rng(0))
+    assert all(torch.equal(a, b) for a, b in zip(first, m2.sources()))
+
+
+def test_redraw_refuses_what_it_cannot_do():
+    with pytest.raises(ConfigError, match="learned"):
+        LogicDense(10, 5, wiring="unique").redraw(0.25, np.random.default_rng(0))
+    m = LogicDense(10, 5, wiring="learned", candidates=4)
+    for bad in (0, 1, 1.5):
+        with pytest.raises(ConfigError, match="fraction"):
+            m.redraw(bad, np.random.default_rng(0))
+    assert LogicDense(4, 5, wiring="learned", candidates=4).redraw(0.5, np.random.default_rng(0)) == []
+    with pytest.raises(ConfigError, match="rewire_every"):
+        LogicTrainConfig(rewire_every=100)                         # unique wiring
+
+
+def test_a_rewiring_run_resumes_exactly_and_is_its_circuit(learned_zero_one, tmp_path):
+    cfg, data = learned_zero_one
+    cfg = LogicTrainConfig(**{**cfg.__dict__, "rewire_every": 30, "rewire_fraction": 0.5})
+    full = train_killed_and_resumed(cfg, data, tmp_path, stop=40)
+    assert full["history"][-1]["val_discrete"] > 0.95
+    plain = LogicDense(784, 60, wiring="learned", candidates=4, seed=0)
+    model = full["model"]
+    first = next(m for m in model.modules() if isinstance(m, LogicDense))
+    assert first.ca.shape == plain.ca.shape
+    assert_circuit_is_model(model, data)
+
+
+
+def test_the_rewiring_schedule_stops_at_the_cosine_phase_and_a_branch_knows_it():
+    from kairo.logic._train import branch_info, rewire_at
+
+    cfg = LogicTrainConfig(wiring="learned", iters=1000, rewire_every=100, lr_decay_from=700)
+    assert [d for d in range(1, 1001) if rewire_at(cfg, d)] == [100, 200, 300, 400, 500, 600]
+    whole = LogicTrainConfig(wiring="learned", iters=1000, rewire_every=300)
+    assert [d for d in range(1, 1001) if rewire_at(whole, d)] == [300, 600, 900]
+    assert not any(rewire_at(LogicTrainConfig(wiring="learned"), d) for d in range(1, 1001))
+    # branching at 250 from a run that rewired every 100: another period or fraction differs
+    # before the branch point, a later start of rewiring does not
+    old = LogicTrainConfig(wiring="learned", iters=1000, rewire_every=100)
+    same = LogicTrainConfig(**{**old.__dict__, "iters": 2000})
+    assert branch_info(old, same, 250)["same_as_single_run"]
+    for kw in ({"rewire_every": 200}, {"rewire_fraction": 0.5}, {"rewire_every": 0}):
+        info = branch_info(old, LogicTrainConfig(**{**old.__dict__, **kw}), 250)
+        assert info["differs_before"] == ["rewiring schedule"], kw
+    none = LogicTrainConfig(wiring="learned", iters=1000)
+    assert branch_info(none, LogicTrainConfig(**{**none.__dict__, "rewire_fraction": 0.5}),
+                       250)["same_as_single_run"]

@@ -75,6 +75,12 @@ class LogicTrainConfig:
     candidates: int = option(8, "sources each dense gate input chooses among with --wiring "
                              "learned (a conv layer chooses among all channels and positions)",
                              low=2)
+    rewire_every: int = option(0, "with --wiring learned: every this many iterations, the "
+                               "least likely --rewire-fraction of each dense gate input's "
+                               "candidates are replaced by sources drawn at random, until the "
+                               "cosine phase starts (0: the candidates stay)", low=0)
+    rewire_fraction: float = option(0.25, "share of a gate input's candidates replaced at each "
+                                    "--rewire-every", above=0, high=0.99)
     residual_init: float = option(0.0, "> 0: the pass-through gate's logit starts at this "
                                   "value (deep stacks start as identity); 0: N(0, 1) logits",
                                   low=0)
@@ -140,6 +146,8 @@ class LogicTrainConfig:
         if not self.outputs and self.hidden % len(self.classes):
             raise ConfigError(f"class groups do not divide the outputs: hidden={self.hidden} "
                               f"neurons into {len(self.classes)} classes")
+        if self.rewire_every and self.wiring != "learned":
+            raise ConfigError(f"rewire_every needs --wiring learned, got wiring={self.wiring}")
         if not self.val_fraction < 0.5:
             raise ConfigError(f"val_fraction must be in (0, 0.5), got {self.val_fraction}")
         if any(not 0 < k < self.iters for k in self.snapshots):

@@ -265,6 +265,47 @@ class LogicDense(_GateLayer):
         pick = lambda cand, w: cand.gather(1, w.detach().argmax(1, keepdim=True))[:, 0]  # noqa: E731
         return pick(self.ca, self.wire_a), pick(self.cb, self.wire_b)
 
+    @torch.no_grad()
+    def redraw(self, fraction: float, rng: np.random.Generator
+               ) -> list[tuple[nn.Parameter, torch.Tensor]]:
+        """Learned wiring: replace the ``fraction`` least likely candidates of every gate
+        input (at least one, never the most likely) with sources drawn at random among the
+        inputs not in its set; a new candidate's logit starts at the lowest logit its set
+        keeps, so the mixture barely moves and the gradient decides whether it rises.
+
+        Returns (logits, mask of the replaced entries) per input, for resetting the
+        optimizer's state there."""
+        if not self.learned:
+            raise ConfigError("redraw needs a layer with wiring='learned'")
+        if not 0 < fraction < 1:
+            raise ConfigError(f"fraction must be in (0, 1), got {fraction!r}")
+        k = self.ca.shape[1]
+        r = min(max(1, int(round(fraction * k))), k - 1)
+        if self.n_in <= k or r < 1:                   # nothing outside the sets to draw
+            return []
+        out = []
+        for cand, w in ((self.ca, self.wire_a), (self.cb, self.wire_b)):
+            c, lw = cand.cpu().numpy().copy(), w.detach().cpu().numpy().copy()
+            key = lw.copy()
+            key[np.arange(key.shape[0]), lw.argmax(1)] = np.inf  # the circuit's source stays
+            order = np.argsort(key, axis=1, kind="stable")
+            drop, keep = order[:, :r], order[:, r:]
+            new = rng.integers(0, self.n_in, size=drop.shape)
+            # a drawn source already in the set, or drawn twice, leaves its slot as it was
+            clash = (new[:, :, None] == c[:, None, :]).any(-1)
+            clash |= np.triu(new[:, :, None] == new[:, None, :], 1).any(1)
+            ri = np.broadcast_to(np.arange(c.shape[0])[:, None], drop.shape)[~clash]
+            ci = drop[~clash]
+            floor = np.take_along_axis(lw, keep, 1).min(1)
+            c[ri, ci] = new[~clash]
+            lw[ri, ci] = floor[ri]
+            mask = np.zeros(c.shape, bool)
+            mask[ri, ci] = True
+            cand.copy_(torch.from_numpy(c))             # new versions: fused CSRs rebuild
+            w.copy_(torch.from_numpy(lw))
+            out.append((w, torch.from_numpy(mask).to(w.device)))
+        return out
+
     def wire_probs(self, *, temperature: float = 1.0, mode: str | None = None
                    ) -> tuple[torch.Tensor, torch.Tensor]:
         """(n_out, candidates) × 2: the relaxed choice of each gate input among its

@@ -21,7 +21,7 @@ from torch import nn
 from kairo._checkpoint import check_compatible, load_checkpoint as _load, save_checkpoint
 from kairo._errors import ConfigError, DataError, KairoError
 from kairo.logic._config import LogicTrainConfig
-from kairo.logic._layers import fused_threads
+from kairo.logic._layers import LogicDense, fused_threads
 from kairo.logic._model import (LogicNet, build_model, expected_gates, image_shape, predict,
                                 raw_gates, to_circuit)
 
@@ -168,6 +168,10 @@ def branch_info(old: LogicTrainConfig, new: LogicTrainConfig, start: int) -> dic
         differs.append("gate-temperature schedule")
     if any(fixed_layers(old, i) != fixed_layers(new, i) for i in range(start)):
         differs.append("fixed-layer schedule")
+    done = range(1, start + 1)              # a rewiring follows the step of iteration done
+    if any(rewire_at(old, d) != rewire_at(new, d) for d in done) or (
+            old.rewire_fraction != new.rewire_fraction and any(rewire_at(old, d) for d in done)):
+        differs.append("rewiring schedule")
     return {"iter": start, "same_as_single_run": not differs, "differs_before": differs}
 
 
@@ -209,6 +213,31 @@ def fixed_layers(cfg: LogicTrainConfig, it: int) -> tuple[int, ...]:
     otherwise ends with a share of near-tied gates whose mixtures the circuit cannot
     compute)."""
     return tuple(i for i, k in enumerate(cfg.fix_at) if it >= k)
+
+
+def rewire_at(cfg: LogicTrainConfig, done: int) -> bool:
+    """Whether the candidates are redrawn after iteration ``done`` (every ``rewire_every``
+    iterations until the cosine phase starts, or the run ends)."""
+    end = cfg.lr_decay_from if 0 <= cfg.lr_decay_from < cfg.iters else cfg.iters
+    return bool(cfg.rewire_every) and done % cfg.rewire_every == 0 and done < end
+
+
+def rewire(model: nn.Module, opt: torch.optim.Optimizer, fraction: float,
+           rng: np.random.Generator) -> int:
+    """Redraw the least likely candidates of every learned dense layer
+    (:meth:`LogicDense.redraw`) and zero the optimizer's moments of the replaced logits, so
+    that nothing of the source that was there carries over (Adam's step count runs on, so a
+    new candidate's first steps are a few times the learning rate). Returns the number
+    replaced."""
+    n = 0
+    for m in model.modules():
+        if isinstance(m, LogicDense) and m.learned:
+            for w, mask in m.redraw(fraction, rng):
+                for v in opt.state.get(w, {}).values():
+                    if torch.is_tensor(v) and v.shape == w.shape:
+                        v[mask] = 0
+                n += int(mask.sum())
+    return n
 
 
 def random_shift(x: np.ndarray, max_shift: int, rng: np.random.Generator) -> np.ndarray:
@@ -321,6 +350,9 @@ def train(cfg: LogicTrainConfig, *, checkpoint=None, data=None,
                 loss.backward()
                 opt.step()
             done = it + 1
+            if rewire_at(cfg, done):
+                rewire(model, opt, cfg.rewire_fraction,
+                       np.random.default_rng(np.random.SeedSequence([cfg.seed, done, 1])))
             if done % cfg.eval_every == 0 or done == cfg.iters:
                 xv, yv = data["val"]
                 history.append({"iter": done, "loss": loss.item(),
