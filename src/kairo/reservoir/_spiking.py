@@ -101,8 +101,8 @@ def _advance(s0, n_steps, v, g, until, inc, hist, hcount, ref, indptr, indices, 
 
     Delays: ``hist[s % d, :hcount[s % d]]`` holds the neurons that spiked at step s; their
     events are summed into the one row ``inc`` at the end of step s + d − 1, for the
-    integration of step s + d. A dense ring of d rows would hold the same sums, but
-    streaming d × n values through the cache made the adult-size graph 1.3–1.5× slower."""
+    integration of step s + d. A dense ring of d rows would hold the same sums, but every
+    step would stream d × n values through the cache instead of one row."""
     n = v.shape[0]
     d = hist.shape[0]
     n_out = 0

@@ -29,6 +29,7 @@ __all__ = ["Store", "RunRecord", "StoreError", "SCHEMA_VERSION", "default_store_
 
 SCHEMA_VERSION = 1
 _KIND = "kairo-store"
+_BUSY_WAIT_S = 60.0      # how long a writer waits for another process's lock
 STATUSES = ("running", "done", "failed")
 # a run writes at most this many metrics; a results JSON with more leaves is a table, not a
 # set of metrics, and would bloat every query
@@ -191,7 +192,7 @@ class Store:
                              f"database file (--store / $KAIRO_STORE)")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            con = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+            con = sqlite3.connect(self.path, timeout=_BUSY_WAIT_S, isolation_level=None)
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"cannot open the results store {self.path}: {exc}") from None
         try:
@@ -247,7 +248,7 @@ class Store:
             raise StoreError(f"results store {self.path} has no schema version; it was not "
                              f"written by a kairo release — choose another --store")
 
-    def _lock_new(self, con: sqlite3.Connection, wait: float = 60.0) -> None:
+    def _lock_new(self, con: sqlite3.Connection, wait: float = _BUSY_WAIT_S) -> None:
         """Switch a new database to WAL and take its write lock. While several processes
         create the same store, SQLite answers some of them "locked" at once, without its
         busy handler (a rollback-mode lock upgrade it refuses to wait on), so retry here for
