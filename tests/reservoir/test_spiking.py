@@ -107,6 +107,34 @@ def test_engines_agree_on_a_random_signed_network(delay):
         assert np.array_equal(getattr(a, f), getattr(b, f))
 
 
+@pytest.mark.parametrize("delay", [0.1, 1.8])
+def test_blocks_and_windows_do_not_change_the_spikes(monkeypatch, delay):
+    # the kernel runs windows of up to `delay` steps block by block of neurons: blocks of 32
+    # (the last one partial) and windows cut by 7-step chunks must give the spikes of the
+    # one-block run, input events and synaptic events included
+    import kairo.reservoir._spiking as m
+
+    rng = np.random.default_rng(3)
+    n = 300
+    w = sp.random(n, n, density=0.05, random_state=rng,
+                  data_rvs=lambda k: rng.integers(1, 12, k).astype(float))
+    w = sp.diags(np.where(rng.random(n) < 0.2, -1.0, 1.0)) @ w
+    # a given input train (Poisson draws depend on how the run is cut into chunks)
+    k = rng.random((1500, 43)) < 0.015
+    steps, which = np.nonzero(k)
+    kw = dict(input_spikes=(steps * 0.1, np.arange(5, 300, 7)[which]))
+    p = LIFParams(delay=delay)
+    one = LIFNetwork(w, p, engine="numba").run(150, **kw)
+    assert one.step.size > 1000
+    monkeypatch.setattr(m, "_ONE_BLOCK", 0)
+    monkeypatch.setattr(m, "_BLOCK_SHIFT", 5)
+    blocks = LIFNetwork(w, p, engine="numba").run(150, **kw)
+    monkeypatch.setattr(m, "_CHUNK", 7)
+    chunks = LIFNetwork(w, p, engine="numba").run(150, **kw)
+    for out in (blocks, chunks):
+        assert np.array_equal(out.step, one.step) and np.array_equal(out.neuron, one.neuron)
+
+
 def test_the_spike_buffer_grows_without_losing_spikes(monkeypatch):
     # every neuron driven at every step: more spikes than the kernel's first buffer holds
     import kairo.reservoir._spiking as m

@@ -44,6 +44,9 @@ __all__ = ["LIFParams", "LIFNetwork", "LIFSession", "SpikeTrains", "SpikingReser
            "SPIKING_ENGINES", "STATES", "brian2_run"]
 
 _CHUNK = 1000          # steps per call into the kernel: bounds the input and spike buffers
+_BLOCK_SHIFT = 9       # 2**9 neurons per block of the kernel's windows, so that a block's
+                       # state and its window's events (~90 kB) stay in cache ...
+_ONE_BLOCK = 8192      # ... and up to this many neurons, one block (no sorting of events)
 
 
 @dataclass
@@ -89,10 +92,11 @@ class SpikeTrains:
 
 # ---------------------------------------------------------------------------- numba kernel
 @njit(cache=True, nogil=True)
-def _advance(s0, n_steps, v, g, until, inc, hist, hcount, ref, indptr, indices, wdata, ev_ptr,
-             ev_idx, v_rest, v_reset, v_th, a_m, a_s, c, w_in, out_step, out_neuron):
+def _advance(s0, n_steps, v, g, until, hist, hcount, ref, indptr, indices, wdata, ev_ptr,
+             ev_idx, v_rest, v_reset, v_th, a_m, a_s, c, w_in, shift, out_step, out_neuron):
     """Steps s0 … s0+n_steps−1 of one trial; returns (steps done, spikes written). Stops early
-    when the spike buffer might overflow (the caller empties it and calls again).
+    when the spike buffer might overflow (the caller empties it and calls again). Input
+    events (``ev_ptr`` over steps, ``ev_idx``) must be sorted by neuron within each step.
 
     ``until[i]``: the first step at which neuron i is not refractory. Brian2's rule, free at
     step t after a spike at s when t − s ≥ refractory, becomes until = s + refractory; a
@@ -100,53 +104,126 @@ def _advance(s0, n_steps, v, g, until, inc, hist, hcount, ref, indptr, indices, 
     hence s + max(refractory, 1).
 
     Delays: ``hist[s % d, :hcount[s % d]]`` holds the neurons that spiked at step s; their
-    events are summed into the one row ``inc`` at the end of step s + d − 1, for the
-    integration of step s + d. A dense ring of d rows would hold the same sums, but every
-    step would stream d × n values through the cache instead of one row."""
+    synaptic events reach the integration of step s + d.
+
+    Windows of up to d steps: no spike reaches another neuron sooner than d steps, so within
+    a window every neuron's trajectory depends only on its own state and on events from
+    spikes before the window. The window's events are sorted by target block (2**shift
+    neurons), keeping their order, and each block runs through all of the window's steps
+    while its state and events stay in cache; stepping all neurons once per step would
+    stream every neuron's state through memory d times as often. Each neuron gets the same
+    operations in the same order as step by step (its events summed in the order of the
+    spiking neurons and their synapses), so the spikes are the same."""
     n = v.shape[0]
     d = hist.shape[0]
+    block = 1 << shift
+    nb = (n + block - 1) >> shift
+    acc = np.zeros(d * block)            # events per (step of the window, neuron of the block)
+    start = np.empty(nb + 1, np.int64)
+    cur = np.empty(d, np.int64)
     n_out = 0
-    for k in range(n_steps):
-        s = s0 + k
-        if n_out + n > out_step.shape[0]:
-            return k, n_out
-        # integrate every neuron that is not refractory, without a branch so that the loop
-        # vectorizes; g takes the events sent `delay` steps ago (a spiking neuron's is reset)
-        for i in range(n):
-            r = inc[i]
-            inc[i] = 0.0
-            free = s >= until[i]
-            gi = g[i]
-            vi = v[i]
-            v_new = v_rest + a_m * (vi - v_rest) + c * gi
-            g_new = a_s * gi + r
-            v[i] = v_new if free else vi
-            g[i] = g_new if free else gi
-        slot = s % d
-        spk = hist[slot]
-        m = 0
-        for i in range(n):                             # threshold (a refractory v is held)
-            if v[i] > v_th and s >= until[i]:
-                spk[m] = i
-                m += 1
-                until[i] = s + max(ref[i], 1)
-        hcount[slot] = m
-        for e in range(ev_ptr[k], ev_ptr[k + 1]):
-            j = ev_idx[e]
-            if s >= until[j]:
-                v[j] += w_in
-        for q in range(m):                             # reset
-            i = spk[q]
-            v[i] = v_reset
-            g[i] = 0.0
-            out_step[n_out] = s
-            out_neuron[n_out] = i
-            n_out += 1
-        old = (s + 1) % d                              # send the spikes of step s + 1 − d
-        for q in range(hcount[old]):
-            i = hist[old, q]
-            for p in range(indptr[i], indptr[i + 1]):
-                inc[indices[p]] += wdata[p]
+    k0 = 0
+    while k0 < n_steps:
+        w = min(d, n_steps - k0, (out_step.shape[0] - n_out) // max(n, 1))
+        if w < 1:
+            return k0, n_out
+        s1 = s0 + k0
+        # the events arriving in steps s1 … s1+w−1: from the spikes of s1−d … s1+w−1−d;
+        # with one block summed at once, else placed by target block first (a stable
+        # counting sort) and summed block by block
+        start[:] = 0
+        if nb == 1:
+            for u in range(max(s1 - d, 0), s1 + w - d):
+                h = u % d
+                k_off = (u + d - s1) * block
+                for q in range(hcount[h]):
+                    i = hist[h, q]
+                    for p in range(indptr[i], indptr[i + 1]):
+                        acc[k_off + indices[p]] += wdata[p]
+        else:
+            for u in range(max(s1 - d, 0), s1 + w - d):
+                h = u % d
+                for q in range(hcount[h]):
+                    i = hist[h, q]
+                    for p in range(indptr[i], indptr[i + 1]):
+                        start[(indices[p] >> shift) + 1] += 1
+            for b in range(nb):
+                start[b + 1] += start[b]
+        pos = start[:nb].copy()
+        e_at = np.empty(start[nb], np.int64)          # k · block + the target's place
+        e_w = np.empty(start[nb])
+        if nb > 1:
+            for u in range(max(s1 - d, 0), s1 + w - d):
+                h = u % d
+                k_off = (u + d - s1) * block
+                for q in range(hcount[h]):
+                    i = hist[h, q]
+                    for p in range(indptr[i], indptr[i + 1]):
+                        j = indices[p]
+                        b = j >> shift
+                        x = pos[b]
+                        pos[b] = x + 1
+                        e_at[x] = k_off + j - (b << shift)
+                        e_w[x] = wdata[p]
+        for k in range(w):
+            hcount[(s1 + k) % d] = 0
+            cur[k] = ev_ptr[k0 + k]
+        for b in range(nb):
+            lo = b << shift
+            hi = min(lo + block, n)
+            for x in range(start[b], start[b + 1]):
+                acc[e_at[x]] += e_w[x]
+            vb, gb, ub = v[lo:hi], g[lo:hi], until[lo:hi]
+            for k in range(w):
+                s = s1 + k
+                slot = s % d
+                row = acc[k * block:k * block + hi - lo]
+                # integrate every neuron that is not refractory, without a branch so that
+                # the loop vectorizes (indices from 0, which numba knows are not negative)
+                above = 0
+                for i in range(hi - lo):
+                    r = row[i]
+                    row[i] = 0.0
+                    free = s >= ub[i]
+                    gi = gb[i]
+                    vi = vb[i]
+                    v_new = v_rest + a_m * (vi - v_rest) + c * gi
+                    g_new = a_s * gi + r
+                    v_new = v_new if free else vi
+                    vb[i] = v_new
+                    gb[i] = g_new if free else gi
+                    above += v_new > v_th
+                spk = hist[slot]
+                m0 = hcount[slot]
+                m = m0
+                # threshold (a refractory v is held); most blocks have no candidate in most
+                # steps, and counting them vectorizes where the scan's branches do not
+                if above:
+                    for i in range(hi - lo):
+                        if vb[i] > v_th and s >= ub[i]:
+                            spk[m] = lo + i
+                            m += 1
+                            ub[i] = s + max(ref[lo + i], 1)
+                hcount[slot] = m
+                e = cur[k]
+                e_end = ev_ptr[k0 + k + 1]
+                while e < e_end and ev_idx[e] < hi:
+                    j = ev_idx[e]
+                    if s >= until[j]:
+                        v[j] += w_in
+                    e += 1
+                cur[k] = e
+                for q in range(m0, m):                 # reset
+                    i = spk[q]
+                    v[i] = v_reset
+                    g[i] = 0.0
+        for k in range(w):                             # blocks ran in order: neurons sorted
+            slot = (s1 + k) % d
+            for q in range(hcount[slot]):
+                out_step[n_out] = s1 + k
+                out_neuron[n_out] = hist[slot, q]
+                n_out += 1
+        k0 += w
     return n_steps, n_out
 
 
@@ -260,11 +337,11 @@ class LIFNetwork:
     @staticmethod
     def _events(k0: int, n: int, sources) -> tuple[np.ndarray, np.ndarray]:
         """One trial's input spikes in steps k0 … k0+n−1 from its sources, as CSR over
-        steps (ptr, neurons)."""
+        steps (ptr, neurons), the neurons of each step in ascending order."""
         parts = [src.chunk(k0, n) for src in sources]
         ks = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int64)
         js = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int64)
-        order = np.argsort(ks, kind="stable")
+        order = np.lexsort((js, ks))                 # by step, then neuron (the kernel's order)
         ptr = np.zeros(n + 1, np.int64)
         ptr[1:] = np.cumsum(np.bincount(ks, minlength=n))
         return ptr, js[order].astype(np.int64)
@@ -349,11 +426,11 @@ class LIFNetwork:
         return bar(starts, desc="LIF", unit="chunk") if progress else starts
 
     def _numba_state(self) -> tuple:
-        """One trial's state at rest: v, g, first free step, the events of the next step,
-        the spikes of the last ``delay`` steps and their counts."""
+        """One trial's state at rest: v, g, first free step, the spikes of the last
+        ``delay`` steps (their events not yet delivered) and their counts."""
         p, n = self.params, self.n_neurons
         d = p.delay_steps
-        return (np.full(n, p.v_rest), np.zeros(n), np.zeros(n, np.int64), np.zeros(n),
+        return (np.full(n, p.v_rest), np.zeros(n), np.zeros(n, np.int64),
                 np.zeros((d, n), np.int32), np.zeros(d, np.int64))
 
     def _numba_advance(self, state, ref, k0: int, m: int, ev_ptr, ev_idx
@@ -365,16 +442,19 @@ class LIFNetwork:
             self._csr = (w.indptr.astype(np.int64), w.indices.astype(np.int64), w.data,
                          *p.propagator())
         indptr, indices, data, a_m, a_s, c = self._csr
-        v, g, until, inc, hist, hcount = state
-        cap = max(4 * self.n_neurons, 1 << 16)
+        v, g, until, hist, hcount = state
+        # room for two windows of spikes of every neuron, so that windows stay full length
+        cap = max(2 * p.delay_steps * self.n_neurons, 1 << 16)
+        n = self.n_neurons
+        shift = _BLOCK_SHIFT if n > _ONE_BLOCK else max(n - 1, 1).bit_length()
         out_step, out_neuron = np.empty(cap, np.int64), np.empty(cap, np.int64)
         steps, neurons = [], []
         k = 0
         while k < m:                          # the kernel stops when its buffer may fill
-            done, n_out = _advance(k0 + k, m - k, v, g, until, inc, hist, hcount, ref,
+            done, n_out = _advance(k0 + k, m - k, v, g, until, hist, hcount, ref,
                                    indptr, indices, data, ev_ptr[k:], ev_idx, p.v_rest,
                                    p.v_reset, p.v_threshold, a_m, a_s, c, p.input_weight,
-                                   out_step, out_neuron)
+                                   shift, out_step, out_neuron)
             steps.append(out_step[:n_out].copy())
             neurons.append(out_neuron[:n_out].copy())
             k += done
