@@ -135,6 +135,18 @@ def test_blocks_and_windows_do_not_change_the_spikes(monkeypatch, delay):
         assert np.array_equal(out.step, one.step) and np.array_equal(out.neuron, one.neuron)
 
 
+def test_input_events_are_grouped_by_step_and_sorted_by_neuron():
+    from kairo.reservoir._spiking import _by_step
+
+    rng = np.random.default_rng(2)
+    for n_steps, n_events in ((50, 300), (3, 500), (10, 0)):   # short and long segments
+        ks = rng.integers(0, n_steps, n_events)
+        js = rng.integers(0, 40, n_events)                    # with repeats
+        ptr, neurons = _by_step(ks, js, n_steps)
+        assert np.array_equal(ptr, np.r_[0, np.cumsum(np.bincount(ks, minlength=n_steps))])
+        assert np.array_equal(neurons, js[np.lexsort((js, ks))])
+
+
 def test_the_spike_buffer_grows_without_losing_spikes(monkeypatch):
     # every neuron driven at every step: more spikes than the kernel's first buffer holds
     import kairo.reservoir._spiking as m
