@@ -90,7 +90,7 @@ def test_poisson_rate_and_seeds():
     assert not np.array_equal(c.counts(), a.counts())
 
 
-@pytest.mark.parametrize("delay", [0.1, 1.8])
+@pytest.mark.parametrize("delay", [0.1, 1.8, 5.0])
 def test_engines_agree_on_a_random_signed_network(delay):
     pytest.importorskip("torch")
     rng = np.random.default_rng(0)
@@ -107,7 +107,7 @@ def test_engines_agree_on_a_random_signed_network(delay):
         assert np.array_equal(getattr(a, f), getattr(b, f))
 
 
-@pytest.mark.parametrize("delay", [0.1, 1.8])
+@pytest.mark.parametrize("delay", [0.1, 1.8, 5.0])       # 5 ms: windows shorter than the delay
 def test_blocks_and_windows_do_not_change_the_spikes(monkeypatch, delay):
     # the kernel runs windows of up to `delay` steps block by block of neurons: blocks of 32
     # (the last one partial) and windows cut by 7-step chunks must give the spikes of the

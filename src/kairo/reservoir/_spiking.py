@@ -106,7 +106,7 @@ def _advance(s0, n_steps, v, g, until, hist, hcount, ref, indptr, indices, wdata
     Delays: ``hist[s % d, :hcount[s % d]]`` holds the neurons that spiked at step s; their
     synaptic events reach the integration of step s + d.
 
-    Windows of up to d steps: no spike reaches another neuron sooner than d steps, so within
+    Windows of up to d steps (at most 32): no spike reaches another neuron sooner than d steps, so within
     a window every neuron's trajectory depends only on its own state and on events from
     spikes before the window. The window's events are sorted by target block (2**shift
     neurons), keeping their order, and each block runs through all of the window's steps
@@ -118,13 +118,14 @@ def _advance(s0, n_steps, v, g, until, hist, hcount, ref, indptr, indices, wdata
     d = hist.shape[0]
     block = 1 << shift
     nb = (n + block - 1) >> shift
-    acc = np.zeros(d * block)            # events per (step of the window, neuron of the block)
+    w_max = min(d, 32)                   # long delays: shorter windows bound the memory
+    acc = np.zeros(w_max * block)        # events per (step of the window, neuron of the block)
     start = np.empty(nb + 1, np.int64)
     cur = np.empty(d, np.int64)
     n_out = 0
     k0 = 0
     while k0 < n_steps:
-        w = min(d, n_steps - k0, (out_step.shape[0] - n_out) // max(n, 1))
+        w = min(w_max, n_steps - k0, (out_step.shape[0] - n_out) // max(n, 1))
         if w < 1:
             return k0, n_out
         s1 = s0 + k0
