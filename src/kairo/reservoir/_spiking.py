@@ -106,14 +106,15 @@ def _advance(s0, n_steps, v, g, until, hist, hcount, ref, indptr, indices, wdata
     Delays: ``hist[s % d, :hcount[s % d]]`` holds the neurons that spiked at step s; their
     synaptic events reach the integration of step s + d.
 
-    Windows of up to d steps (at most 32): no spike reaches another neuron sooner than d steps, so within
-    a window every neuron's trajectory depends only on its own state and on events from
-    spikes before the window. The window's events are sorted by target block (2**shift
-    neurons), keeping their order, and each block runs through all of the window's steps
-    while its state and events stay in cache; stepping all neurons once per step would
-    stream every neuron's state through memory d times as often. Each neuron gets the same
-    operations in the same order as step by step (its events summed in the order of the
-    spiking neurons and their synapses), so the spikes are the same."""
+    Windows of up to d steps (32 at most): no spike reaches another neuron sooner than d
+    steps, so within a window every neuron's trajectory depends only on its own state and on
+    events from spikes before the window. The window's events are sorted by target block
+    (2**shift neurons), keeping their order, and each block runs through all of the window's
+    steps while its state and events stay in cache; stepping all neurons once per step would
+    stream every neuron's state through memory once per step instead of once per window.
+    Each neuron gets the same operations in the same order as step by step (its events
+    summed in the order of the spiking neurons and their synapses), so the spikes are the
+    same."""
     n = v.shape[0]
     d = hist.shape[0]
     block = 1 << shift
