@@ -122,7 +122,7 @@ def _advance(s0, n_steps, v, g, until, hist, hcount, ref, indptr, indices, wdata
     w_max = min(d, 32)                   # long delays: shorter windows bound the memory
     acc = np.zeros(w_max * block)        # events per (step of the window, neuron of the block)
     start = np.empty(nb + 1, np.int64)
-    cur = np.empty(d, np.int64)
+    cur = np.empty(w_max, np.int64)
     n_out = 0
     k0 = 0
     while k0 < n_steps:
@@ -132,17 +132,9 @@ def _advance(s0, n_steps, v, g, until, hist, hcount, ref, indptr, indices, wdata
         s1 = s0 + k0
         # the events arriving in steps s1 … s1+w−1: from the spikes of s1−d … s1+w−1−d;
         # with one block summed at once, else placed by target block first (a stable
-        # counting sort) and summed block by block
+        # counting sort: counted, then placed) and summed block by block
         start[:] = 0
-        if nb == 1:
-            for u in range(max(s1 - d, 0), s1 + w - d):
-                h = u % d
-                k_off = (u + d - s1) * block
-                for q in range(hcount[h]):
-                    i = hist[h, q]
-                    for p in range(indptr[i], indptr[i + 1]):
-                        acc[k_off + indices[p]] += wdata[p]
-        else:
+        if nb > 1:
             for u in range(max(s1 - d, 0), s1 + w - d):
                 h = u % d
                 for q in range(hcount[h]):
@@ -154,14 +146,16 @@ def _advance(s0, n_steps, v, g, until, hist, hcount, ref, indptr, indices, wdata
         pos = start[:nb].copy()
         e_at = np.empty(start[nb], np.int64)          # k · block + the target's place
         e_w = np.empty(start[nb])
-        if nb > 1:
-            for u in range(max(s1 - d, 0), s1 + w - d):
-                h = u % d
-                k_off = (u + d - s1) * block
-                for q in range(hcount[h]):
-                    i = hist[h, q]
-                    for p in range(indptr[i], indptr[i + 1]):
-                        j = indices[p]
+        for u in range(max(s1 - d, 0), s1 + w - d):
+            h = u % d
+            k_off = (u + d - s1) * block
+            for q in range(hcount[h]):
+                i = hist[h, q]
+                for p in range(indptr[i], indptr[i + 1]):
+                    j = indices[p]
+                    if nb == 1:
+                        acc[k_off + j] += wdata[p]
+                    else:
                         b = j >> shift
                         x = pos[b]
                         pos[b] = x + 1
@@ -475,9 +469,9 @@ class LIFNetwork:
                          *p.propagator())
         indptr, indices, data, a_m, a_s, c = self._csr
         v, g, until, hist, hcount = state
-        # room for two windows of spikes of every neuron, so that windows stay full length
-        cap = max(2 * p.delay_steps * self.n_neurons, 1 << 16)
         n = self.n_neurons
+        # room for two windows of spikes of every neuron, so that windows stay full length
+        cap = max(2 * p.delay_steps * n, 1 << 16)
         shift = _BLOCK_SHIFT if n > _ONE_BLOCK else max(n - 1, 1).bit_length()
         out_step, out_neuron = np.empty(cap, np.int64), np.empty(cap, np.int64)
         steps, neurons = [], []
