@@ -226,8 +226,8 @@ def _advance(s0, n_steps, v, g, until, hist, hcount, ref, indptr, indices, wdata
 @njit(cache=True, nogil=True)
 def _by_step(ks, js, n):
     """Input spikes (step ks[e] of n, neuron js[e]) as CSR over steps: (ptr, neurons), the
-    neurons of each step in ascending order. A counting sort: NumPy's lexsort of the same
-    pairs took a fifth of a larval run."""
+    neurons of each step in ascending order. A counting sort, linear in the events, where
+    ``np.lexsort`` would sort them (notes/reservoir.md)."""
     ptr = np.zeros(n + 1, np.int64)
     for e in range(ks.size):
         ptr[ks[e] + 1] += 1
@@ -262,7 +262,7 @@ class _Poisson:
                  start: int = 0):
         self.idx, self.p, self.rng = idx, prob, rng
         # one rate for all: a scalar p draws the same numbers as the array, and NumPy checks
-        # a scalar once instead of every element on every call (most of the input's time)
+        # a scalar once instead of every element on every call
         self.p1 = float(prob[0]) if prob.size and np.all(prob == prob[0]) else None
         self.next = np.full(idx.size, np.iinfo(np.int64).max)
         live = prob > 0
