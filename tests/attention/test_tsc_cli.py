@@ -214,6 +214,11 @@ def test_maps_and_encodings_figures(trained, tmp_path, capsys):
     assert "series have 25 steps, more than the model's max_len 24; crop them" in \
         capsys.readouterr().err
     assert not (tmp_path / "long").exists()
+    # --member names a member of an ensemble; this model is one model
+    assert main(["tsc", "maps", "--model", str(trained / "model.pt"), "--member", "1",
+                 "--out", str(tmp_path / "m1")]) == 2
+    assert "is one model, not an ensemble" in capsys.readouterr().err
+    assert not (tmp_path / "m1").exists()
     out = tmp_path / "enc"
     assert main(["tsc", "encodings", "--d", "32", "--positions", "64", "--out", str(out)]) == 0
     e = json.loads((out / "encodings.json").read_text())
@@ -724,9 +729,10 @@ def test_an_mnist1d_model_is_scored_at_its_own_length(tmp_path):
 
 # ---------------------------------------------------------------------------- ensembles
 # channel scaling: each member's own hold-out gives it other channel statistics than
-# member 0's, with which the ensemble scales its input
+# member 0's, with which the ensemble scales its input; attention pooling: maps has weights
+# to write down
 ENSEMBLE = ["tsc", "train", "--dataset", "ItalyPowerDemand", "--encoder", "resnet", "--pool",
-            "mean", "--znorm", "channel", *FAST, "--ensemble", "2", "--workers", "1"]
+            "attention", "--znorm", "channel", *FAST, "--ensemble", "2", "--workers", "1"]
 
 
 def test_an_ensemble_trains_into_one_model_that_evaluate_and_predict_use(tmp_path, capsys):
@@ -777,12 +783,19 @@ def test_an_ensemble_trains_into_one_model_that_evaluate_and_predict_use(tmp_pat
     members = [predict(m, test.x[:20])[1] for m in model.members]    # each its own scaling
     np.testing.assert_allclose(df.filter(like="p_").to_numpy(), np.mean(members, 0),
                                atol=1e-5)
-    # maps draws one model's attention: refused, saying how to get a member alone
-    assert main(["tsc", "maps", "--model", str(out / "model.pt"), "--out",
-                 str(tmp_path / "mp")]) == 2
-    err = capsys.readouterr().err
-    assert "is an ensemble of 2 models" in err and "--seed, one of 0, 1" in err
-    assert not (tmp_path / "mp").exists()
+    # maps draws one member's attention, on the input as that member sees it: its
+    # predictions are the member's own
+    assert main(["tsc", "maps", "--model", str(out / "model.pt"), "--member", "1",
+                 "--out", str(tmp_path / "mp")]) == 0
+    assert "(member 1 of the ensemble of 2)" in capsys.readouterr().out
+    table = pd.read_csv(tmp_path / "mp" / "pooling.csv", dtype={"predicted": str})
+    test = load_dataset("ItalyPowerDemand", "test")
+    own = predict(model.members[1], test.x)[0]
+    assert list(table.predicted) == [test.classes[i] for i in own]
+    assert main(["tsc", "maps", "--model", str(out / "model.pt"), "--member", "2",
+                 "--out", str(tmp_path / "mp2")]) == 2
+    assert "is an ensemble of 2 models, members 0…1" in capsys.readouterr().err
+    assert not (tmp_path / "mp2").exists()
 
 
 def test_a_failed_ensemble_keeps_every_members_checkpoint_and_resumes(tmp_path, capsys,

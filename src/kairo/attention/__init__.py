@@ -32,7 +32,7 @@ _EXPORTS = {
     "_metrics": ("classification_report", "per_class_table", "confusion_figure"),
     "_compare": ("run_grid", "pooling_tests", "summarize", "cv_folds", "cv_summary",
                  "comparison_figure", "resnet_test", "canonical_datasets", "read_reference",
-                 "reference_test", "benchmark_markdown"),
+                 "reference_test", "benchmark_markdown", "ensemble_runs"),
     "_published": ("published_table",),
     "_peers": ("fit_peer", "peer_input", "peer_estimator", "PEERS"),
     "_commands": ("load_file", "maps_figure"),

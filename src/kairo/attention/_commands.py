@@ -464,18 +464,18 @@ def run_maps(cfg: MapsConfig, rd) -> str:
     from kairo.attention import _train
 
     model, meta = _train.load_classifier(cfg.model)
+    ensemble, which = None, ""
     if model.arch.get("ensemble"):
         # each member attends on its own: an average of their maps would be no model's
-        seeds = [m.get("seed") for m in meta.get("members", [])]
-        threads = meta.get("train_config", {}).get("threads")
-        raise ConfigError(
-            f"model {cfg.model} is an ensemble of {model.arch['ensemble']} models (kairo tsc "
-            f"train --ensemble), each with its own attention; maps draws one model's: train "
-            f"the member you want alone (the same options with --ensemble 1"
-            + (f" and its --seed, one of {', '.join(map(str, seeds))}"
-               if seeds and None not in seeds else " and its --seed")
-            + (f", --threads {threads}" if threads else "")
-            + ": it gives the same weights) and draw that model.pt")
+        n = model.arch["ensemble"]
+        if cfg.member >= n:
+            raise ConfigError(f"member {cfg.member}: model {cfg.model} is an ensemble of {n} "
+                              f"models, members 0…{n - 1}")
+        ensemble, model = model, model.members[cfg.member]
+        which = f" (member {cfg.member} of the ensemble of {n})"
+    elif cfg.member:
+        raise ConfigError(f"member {cfg.member}: model {cfg.model} is one model, not an "
+                          f"ensemble (kairo tsc train --ensemble); leave member at 0")
     cfg = _resolve_dataset(cfg, meta, rd)
     _dataset_warning(cfg, meta)
     data = _scored_data(cfg)
@@ -486,6 +486,12 @@ def run_maps(cfg: MapsConfig, rd) -> str:
                           f"{len(data)} series (0…{len(data) - 1})")
     _train.check_max_len(model, data.n_steps, f"{data.name} {cfg.split}")
     x_all = _train.scale_input(data.x, data.mask, meta.get("meta", meta))   # per series
+    if ensemble is not None:
+        # the input as this member was trained to see it (channel statistics of its own)
+        with torch.no_grad():
+            x_all = ensemble.member_input(
+                cfg.member, torch.from_numpy(np.ascontiguousarray(x_all, dtype=np.float32)),
+                None if data.mask is None else torch.from_numpy(data.mask)).numpy()
     x = x_all[list(cfg.series)]
     mask = None if data.mask is None else data.mask[list(cfg.series)]
     model.eval()
@@ -500,10 +506,10 @@ def run_maps(cfg: MapsConfig, rd) -> str:
             continue
         fig = maps_figure(data.x[i], None if data.mask is None else data.mask[i], maps, j,
                           title=f"{data.name} {cfg.split} #{i}: true {data.classes[data.y[i]]}, "
-                                f"predicted {classes[pred[j]]}")
+                                f"predicted {classes[pred[j]]}{which}")
         names.append(f"attention_{i}.png")
         rd.add(names[-1], fig)
-    msg = f"wrote {', '.join(names)}"
+    msg = f"wrote {', '.join(names)}{which}"
     if maps["pool"] is None:
         return msg + f"; a {model.cfg.pool} pool has no weights to summarise"
     table = _pool_table(model, x_all, data.mask, data.y, classes, data.classes)

@@ -21,7 +21,7 @@ from kairo.attention._config import (ENCODERS, HEAD_NORMS, UNIVARIATE, WEIGHT_IN
 __all__ = ["CompareConfig", "BenchmarkConfig", "run_grid", "pooling_tests", "summarize",
            "cv_folds", "cv_summary", "comparison_figure", "run_compare", "run_benchmark",
            "resnet_test", "canonical_datasets", "read_reference", "reference_test",
-           "benchmark_markdown", "MIN_WILCOXON_PAIRS", "PER_SEED_COLUMNS", "UNIVARIATE"]
+           "benchmark_markdown", "ensemble_runs", "MIN_WILCOXON_PAIRS", "PER_SEED_COLUMNS", "UNIVARIATE"]
 
 
 def canonical_datasets(names) -> tuple[str, ...]:
@@ -89,6 +89,9 @@ def _one(job: dict) -> dict:
         rep = _train.evaluate(res["model"], test)
         row.update(test_accuracy=rep["accuracy"], test_macro_f1=rep["f1_macro"],
                    val_accuracy=best.get("val_acc", float("nan")))
+        if job.get("ensemble"):
+            # an ensemble member: its probabilities are averaged with the other members'
+            row.update(ensemble_seed=job["ensemble"], proba=rep["proba"])
     else:
         pred = _train.evaluate(res["model"], scored)["pred"]
         row.update(fold=fold["index"], cv_hits=int((pred == scored.y).sum()),
@@ -114,26 +117,70 @@ def cv_folds(y, folds: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
     return [(a, b) for a, b in skf.split(np.zeros(len(y)), y)]
 
 
-def _jobs(cfg, combos, datasets=None, *, folds: int = 0, seeds: int = 0,
+def _jobs(cfg, combos, datasets=None, *, folds: int = 0, seeds: int = 0, ensemble: int = 1,
           **train_overrides) -> list[dict]:
     """One job per dataset × candidate × seed (× fold when ``folds``); ``combos`` is a list of
     candidates, (encoder, pool) or (encoder, pool, time_warp), or a dict dataset → list of
-    them. ``seeds`` (default ``cfg.seeds``) counts from ``cfg.seed``."""
+    them. ``seeds`` (default ``cfg.seeds``) counts from ``cfg.seed``. With ``ensemble`` N > 1
+    each seed is an ensemble of N members, seeds s … s+N−1 from s = seed + i·N for the i-th
+    (the members ``kairo tsc train --ensemble N --seed s`` trains), one job per member."""
     jobs = []
     for ds in datasets or canonical_datasets(cfg.datasets):
         for enc, pool, *tw in (combos[ds] if isinstance(combos, dict) else combos):
             warp = {"time_warp": float(tw[0])} if tw else {}
             m = model_config(cfg, encoder=enc, pool=pool)
-            for seed in range(cfg.seed, cfg.seed + (seeds or cfg.seeds)):
-                t = train_config(cfg, seed=seed, threads=1, **warp, **train_overrides)
-                for index in range(folds) if folds else [None]:
-                    job = {"dataset": ds, "model": dataclasses.asdict(m),
-                           "train": dataclasses.asdict(t), "threads": 1,
-                           "mnist1d_length": cfg.mnist1d_length}
-                    if index is not None:
-                        job["fold"] = {"folds": folds, "index": index, "split_seed": seed}
-                    jobs.append(job)
+            for i in range(seeds or cfg.seeds):
+                first = cfg.seed + i * ensemble
+                for seed in range(first, first + ensemble):
+                    t = train_config(cfg, seed=seed, threads=1, **warp, **train_overrides)
+                    for index in range(folds) if folds else [None]:
+                        job = {"dataset": ds, "model": dataclasses.asdict(m),
+                               "train": dataclasses.asdict(t), "threads": 1,
+                               "mnist1d_length": cfg.mnist1d_length}
+                        if index is not None:
+                            job["fold"] = {"folds": folds, "index": index, "split_seed": seed}
+                        if ensemble > 1:
+                            job["ensemble"] = first
+                        jobs.append(job)
     return jobs
+
+
+def ensemble_runs(members: pd.DataFrame, mnist1d_length: int = 40) -> pd.DataFrame:
+    """The rows of ensemble members (`_one`'s, with ``ensemble_seed`` and ``proba``) → one row
+    per ensemble: its test accuracy and macro-F1 from the members' mean class probabilities (as
+    :class:`~kairo.attention.TSEnsemble` predicts), ``seed`` its first member's seed,
+    ``members`` and ``member_accuracies`` (space-separated), and ``seconds``, ``fit_seconds``,
+    ``n_params`` summed over the members (one thread each: the ensemble's compute).
+    ``mnist1d_length``: the generated MNIST-1D length the members were trained on."""
+    from kairo.attention._metrics import classification_report
+
+    rows = []
+    keys = ["dataset", "encoder", "pool", "time_warp", "ensemble_seed"]
+    for (ds, enc, pool, warp, first), part in members.groupby(keys, sort=False):
+        train, test = _data(ds, mnist1d_length)
+        y = _test_labels(train, test)
+        proba = np.mean(np.stack(part.proba.to_list()), axis=0)
+        rep = classification_report(y, proba.argmax(1), list(train.classes))
+        rows.append({"dataset": ds, "encoder": enc, "pool": pool, "time_warp": warp,
+                     "seed": int(first), "members": " ".join(map(str, part.seed)),
+                     "test_accuracy": rep["accuracy"], "test_macro_f1": rep["f1_macro"],
+                     "val_accuracy": float("nan"),
+                     "member_accuracies": " ".join(f"{a:.6f}" for a in part.test_accuracy),
+                     "best_epoch": " ".join(map(str, part.best_epoch)),
+                     "epochs_run": int(part.epochs_run.max()),
+                     "seconds": float(part.seconds.sum()),
+                     "fit_seconds": float(part.fit_seconds.sum()),
+                     "n_params": int(part.n_params.sum())})
+    return pd.DataFrame(rows)
+
+
+def _test_labels(train, test) -> np.ndarray:
+    """The test split's labels as indices into the training split's classes (a model's
+    output order), as `kairo.attention.evaluate` matches them."""
+    if list(test.classes) == list(train.classes):
+        return np.asarray(test.y)
+    names = list(train.classes)
+    return np.array([names.index(c) for c in test.classes])[test.y]
 
 
 def run_grid(jobs: list[dict], workers: int = 0, progress_bar=None, run=None, *,
@@ -621,8 +668,12 @@ def run_benchmark(cfg: BenchmarkConfig, rd, progress_bar=None) -> str:
         # epochs (no hold-out, weights of the lowest training loss): a few held-out series are
         # a noisy early-stopping signal on small sets and cost the model a fifth of its data
         chosen = {ds: [(r.encoder, r["pool"], r.time_warp)] for ds, r in table.iterrows()}
-        runs = run_grid(_jobs(cfg, chosen, list(chosen), val_fraction=0.0), cfg.workers,
-                        progress_bar, executor=cfg.executor)
+        runs = run_grid(_jobs(cfg, chosen, list(chosen), ensemble=cfg.ensemble,
+                              val_fraction=0.0), cfg.workers, progress_bar,
+                        executor=cfg.executor)
+        if cfg.ensemble > 1:
+            rd.add("member_runs.csv", runs.drop(columns="proba"))
+            runs = ensemble_runs(runs, cfg.mnist1d_length)
         rd.add("refit_runs.csv", runs)
         if not cv:
             table["selection_test"] = table["kairo"]
@@ -743,6 +794,11 @@ def _notes(cfg, table, peers, reference, cv) -> list[str]:
     notes.append("kairo: the chosen configuration refit on the whole training split (test "
                  "accuracy over seeds)" if cfg.refit else
                  "kairo: the chosen configuration's runs with a validation hold-out")
+    if cfg.ensemble > 1:
+        notes.append(f"kairo: each seed is an ensemble of {cfg.ensemble} models (members' "
+                     f"seeds from the one shown: `kairo tsc train --ensemble {cfg.ensemble} "
+                     f"--seed S`), their class probabilities averaged; fit s: the members' "
+                     f"total, one thread each (member_runs.csv has every member)")
     if len(peers):
         names = ", ".join(dict.fromkeys(peers.method))
         notes.append(f"{names}: aeon, fitted on the same train split and scored once on the "

@@ -445,6 +445,9 @@ class MapsConfig(EvaluateConfig):
 
     series: tuple[int, ...] = option((0,), "comma-separated indices of the series to draw",
                                      low=0)
+    member: int = option(0, "an ensemble's member whose attention is drawn (0 … N-1; each "
+                         "member attends on its own, and the figures show its prediction)",
+                         low=0)
 
     def __post_init__(self):
         super().__post_init__()
@@ -533,6 +536,10 @@ class BenchmarkConfig(CompareConfig):
                             "--encoders resnet): this run's seeds are paired with its same "
                             "seeds per dataset (mean difference, wins/ties/losses, Wilcoxon "
                             "or sign test)")
+    ensemble: int = option(1, "refit runs: each seed an ensemble of N models (seeds s … "
+                           "s+N-1 from s = seed + i·N, as kairo tsc train --ensemble N --seed s "
+                           "trains them), their class probabilities averaged; 1 = one model",
+                           low=1)
 
     def __post_init__(self):
         super().__post_init__()
@@ -540,6 +547,9 @@ class BenchmarkConfig(CompareConfig):
             raise ConfigError(f"time_warps lists a candidate twice: {self.time_warps}")
         if len(set(self.peers)) != len(self.peers):
             raise ConfigError(f"peers lists a classifier twice: {', '.join(self.peers)}")
+        if self.ensemble > 1 and not self.refit:
+            raise ConfigError("ensemble needs refit: the ensembles are the refit runs (the "
+                              "selection runs are single models)")
         if self.select == "cv" and not self.refit:
             raise ConfigError("select cv needs refit: cross-validation never touches the test "
                               "split, so only the refit runs give test accuracy")
