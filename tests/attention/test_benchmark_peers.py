@@ -282,26 +282,27 @@ def test_several_candidates_keep_the_selection_runs(tmp_path, monkeypatch, capsy
 
 # ---------------------------------------------------------------------------- ensembles
 def test_benchmark_ensembles_are_those_tsc_train_ensemble_trains(tmp_path, capsys):
-    """--ensemble 2 with --seeds 2: ensembles of seeds 3, 4 and 5, 6, each scored as the
+    """--ensemble 2 with --seeds 2: ensembles of seeds 0, 1 and 2, 3, each scored as the
     TSEnsemble that fit_ensemble builds from the same members scores, with every member kept
     in member_runs.csv."""
-    from kairo.attention import ModelConfig, TrainConfig, evaluate, fit_ensemble
+    from kairo._errors import KairoError
+    from kairo.attention import ModelConfig, TrainConfig, ensemble_runs, evaluate, fit_ensemble
 
     out = tmp_path / "ens"
     assert main(["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--encoders",
                  "transformer", "--pools", "mean", "--ensemble", "2", "--seeds", "2",
-                 "--seed", "3", "--peers", "", "--steps", "20", "--d-model", "8",
+                 "--peers", "", "--steps", "20", "--d-model", "8",
                  "--blocks", "1", "--stem-blocks", "1", "--workers", "1",
                  "--out", str(out)]) == 0
     shown = capsys.readouterr().out
     runs = pd.read_csv(out / "refit_runs.csv")
     members = pd.read_csv(out / "member_runs.csv")
-    assert list(runs.seed) == [3, 5] and list(runs.members) == ["3 4", "5 6"]
-    assert list(members.seed) == [3, 4, 5, 6] and list(members.ensemble_seed) == [3, 3, 5, 5]
+    assert list(runs.seed) == [0, 2] and list(runs.members) == ["0 1", "2 3"]
+    assert list(members.seed) == [0, 1, 2, 3] and list(members.ensemble_seed) == [0, 0, 2, 2]
     assert runs.fit_seconds[0] == pytest.approx(members.fit_seconds[:2].sum())
     train, test = (load_dataset("ItalyPowerDemand", s) for s in ("train", "test"))
     m = ModelConfig(d_model=8, blocks=1, stem_blocks=1)
-    t = TrainConfig(steps=20, seed=5, threads=1)
+    t = TrainConfig(steps=20, seed=2, threads=1)
     res = fit_ensemble(m, t, train, 2, workers=1, executor="serial", progress_bar=False)
     rep = evaluate(res["model"], test)
     assert runs.test_accuracy[1] == pytest.approx(rep["accuracy"], abs=1e-12)
@@ -310,8 +311,10 @@ def test_benchmark_ensembles_are_those_tsc_train_ensemble_trains(tmp_path, capsy
         runs.member_accuracies[1].split()
     table = pd.read_csv(out / "benchmark.csv").set_index("dataset")
     assert table.kairo["ItalyPowerDemand"] == pytest.approx(runs.test_accuracy.mean())
-    assert table.seeds["ItalyPowerDemand"] == "3, 5"
+    assert table.seeds["ItalyPowerDemand"] == "0, 2"
     assert "ensemble of 2 models" in shown and "ensemble of 2 models" in \
         (out / "table.md").read_text()
     with pytest.raises(ConfigError, match="ensemble needs refit"):
         BenchmarkConfig(ensemble=2, refit=False)
+    with pytest.raises(KairoError, match="ensemble_seed and proba"):
+        ensemble_runs(members)                    # the CSV's rows: no probabilities

@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from kairo._errors import ConfigError, DataError
+from kairo._errors import ConfigError, DataError, KairoError
 from kairo._stats import sign_test_p, welch_p, wilcoxon_p
 from kairo.attention._config import (ENCODERS, HEAD_NORMS, UNIVARIATE, WEIGHT_INITS,
                                      BenchmarkConfig, CompareConfig, ModelConfig, TrainConfig,
@@ -89,7 +89,7 @@ def _one(job: dict) -> dict:
         rep = _train.evaluate(res["model"], test)
         row.update(test_accuracy=rep["accuracy"], test_macro_f1=rep["f1_macro"],
                    val_accuracy=best.get("val_acc", float("nan")))
-        if job.get("ensemble"):
+        if "ensemble" in job:          # its first seed, which may be 0
             # an ensemble member: its probabilities are averaged with the other members'
             row.update(ensemble_seed=job["ensemble"], proba=rep["proba"])
     else:
@@ -154,8 +154,15 @@ def ensemble_runs(members: pd.DataFrame, mnist1d_length: int = 40) -> pd.DataFra
     ``mnist1d_length``: the generated MNIST-1D length the members were trained on."""
     from kairo.attention._metrics import classification_report
 
+    if not {"ensemble_seed", "proba"} <= set(members) or \
+            members[["ensemble_seed", "proba"]].isna().any(axis=None):
+        raise KairoError("ensemble_runs: every row must be an ensemble member's, with "
+                         "ensemble_seed and proba (a job of _jobs(..., ensemble=N))")
     rows = []
     keys = ["dataset", "encoder", "pool", "time_warp", "ensemble_seed"]
+    sizes = members.groupby(keys, sort=False).size()
+    if sizes.nunique() != 1:
+        raise KairoError(f"ensemble_runs: ensembles of different sizes {sorted(set(sizes))}")
     for (ds, enc, pool, warp, first), part in members.groupby(keys, sort=False):
         train, test = _data(ds, mnist1d_length)
         y = _test_labels(train, test)

@@ -401,9 +401,9 @@ class TscTrainConfig(DataOptions, Seed, TrainOptions, ModelOptions, EncoderPool)
     field, and how many models make up the result (``ensemble``, trained by
     :func:`~kairo.attention.fit_ensemble`)."""
 
-    ensemble: int = option(1, "members of an ensemble: N models with seeds seed … seed+N-1, "
-                           "trained in parallel, their class probabilities averaged; 1 = one "
-                           "model", low=1)
+    ensemble: int = option(2, "members of an ensemble: N models with seeds seed … seed+N-1, "
+                           "trained in parallel (one core each), their class probabilities "
+                           "averaged; 1 = one model", low=1)
     workers: int = option(0, "--ensemble: members trained at once; 0 = one per core (each "
                           "member on one torch thread unless --threads says otherwise)", low=0)
     executor: str = option("auto", "--ensemble: where the members train: processes (local), "
