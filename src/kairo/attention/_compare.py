@@ -21,7 +21,8 @@ from kairo.attention._config import (ENCODERS, HEAD_NORMS, UNIVARIATE, WEIGHT_IN
 __all__ = ["CompareConfig", "BenchmarkConfig", "run_grid", "pooling_tests", "summarize",
            "cv_folds", "cv_summary", "comparison_figure", "run_compare", "run_benchmark",
            "resnet_test", "canonical_datasets", "read_reference", "reference_test",
-           "benchmark_markdown", "ensemble_runs", "MIN_WILCOXON_PAIRS", "PER_SEED_COLUMNS", "UNIVARIATE"]
+           "benchmark_markdown", "ensemble_runs", "MIN_WILCOXON_PAIRS", "PER_SEED_COLUMNS",
+           "UNIVARIATE"]
 
 
 def canonical_datasets(names) -> tuple[str, ...]:
@@ -157,7 +158,8 @@ def ensemble_runs(members: pd.DataFrame, mnist1d_length: int = 40) -> pd.DataFra
     if not {"ensemble_seed", "proba"} <= set(members) or \
             members[["ensemble_seed", "proba"]].isna().any(axis=None):
         raise KairoError("ensemble_runs: every row must be an ensemble member's, with "
-                         "ensemble_seed and proba (a job of _jobs(..., ensemble=N))")
+                         "ensemble_seed and proba (the refit runs of kairo tsc benchmark "
+                         "--ensemble N, before they are written to member_runs.csv)")
     rows = []
     keys = ["dataset", "encoder", "pool", "time_warp", "ensemble_seed"]
     sizes = members.groupby(keys, sort=False).size()
