@@ -151,7 +151,7 @@ def _tsc_steps(quick: bool) -> list[Step]:
              TscTrainConfig(dataset="GunPoint", **({"steps": 40} if quick else {})),
              "kairo's default time-series classifier, two Transformers on convolutional "
              "tokens trained side by side and averaged, classifies GunPoint (UCR, shipped in "
-             "the aeon wheel); published: ResNet 0.991, HC2 0.998 (docs/attention.md)."),
+             "the aeon wheel); published: ResNet 0.991, HC2 1.000 (docs/attention.md)."),
         Step("tsc-maps", "tsc maps",
              MapsConfig(model="tsc-train/model.pt", dataset="GunPoint", series=(0, 1)),
              "Where the first of the two looks: its self-attention over each series."),
