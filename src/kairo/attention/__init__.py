@@ -28,7 +28,7 @@ _EXPORTS = {
     "_mnist1d": ("make_mnist1d",),
     "_train": ("fit", "fit_ensemble", "save_classifier", "load_classifier", "predict", "evaluate",
                "recompute_bn_stats", "scale_input", "resolve_znorm", "check_max_len",
-               "param_groups", "n_epochs"),
+               "param_groups", "n_epochs", "labels_as"),
     "_metrics": ("classification_report", "per_class_table", "confusion_figure"),
     "_compare": ("run_grid", "pooling_tests", "summarize", "cv_folds", "cv_summary",
                  "comparison_figure", "resnet_test", "canonical_datasets", "read_reference",

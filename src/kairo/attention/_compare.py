@@ -154,6 +154,7 @@ def ensemble_runs(members: pd.DataFrame, mnist1d_length: int = 40) -> pd.DataFra
     ``n_params`` summed over the members (one thread each: the ensemble's compute).
     ``mnist1d_length``: the generated MNIST-1D length the members were trained on."""
     from kairo.attention._metrics import classification_report
+    from kairo.attention._train import labels_as
 
     if not {"ensemble_seed", "proba"} <= set(members) or \
             members[["ensemble_seed", "proba"]].isna().any(axis=None):
@@ -161,13 +162,14 @@ def ensemble_runs(members: pd.DataFrame, mnist1d_length: int = 40) -> pd.DataFra
                          "ensemble_seed and proba (the refit runs of kairo tsc benchmark "
                          "--ensemble N, before they are written to member_runs.csv)")
     rows = []
-    keys = ["dataset", "encoder", "pool", "time_warp", "ensemble_seed"]
-    sizes = members.groupby(keys, sort=False).size()
+    groups = members.groupby(["dataset", "encoder", "pool", "time_warp", "ensemble_seed"],
+                             sort=False)
+    sizes = groups.size()
     if sizes.nunique() != 1:
         raise KairoError(f"ensemble_runs: ensembles of different sizes {sorted(set(sizes))}")
-    for (ds, enc, pool, warp, first), part in members.groupby(keys, sort=False):
+    for (ds, enc, pool, warp, first), part in groups:
         train, test = _data(ds, mnist1d_length)
-        y = _test_labels(train, test)
+        y = labels_as(test, train.classes)      # a member's classes are its training split's
         proba = np.mean(np.stack(part.proba.to_list()), axis=0)
         rep = classification_report(y, proba.argmax(1), list(train.classes))
         rows.append({"dataset": ds, "encoder": enc, "pool": pool, "time_warp": warp,
@@ -181,15 +183,6 @@ def ensemble_runs(members: pd.DataFrame, mnist1d_length: int = 40) -> pd.DataFra
                      "fit_seconds": float(part.fit_seconds.sum()),
                      "n_params": int(part.n_params.sum())})
     return pd.DataFrame(rows)
-
-
-def _test_labels(train, test) -> np.ndarray:
-    """The test split's labels as indices into the training split's classes (a model's
-    output order), as `kairo.attention.evaluate` matches them."""
-    if list(test.classes) == list(train.classes):
-        return np.asarray(test.y)
-    names = list(train.classes)
-    return np.array([names.index(c) for c in test.classes])[test.y]
 
 
 def run_grid(jobs: list[dict], workers: int = 0, progress_bar=None, run=None, *,

@@ -693,20 +693,26 @@ def predict(model: nn.Module, x, mask=None, batch: int = 256) -> tuple[np.ndarra
     return proba.argmax(1).astype(np.int64), proba
 
 
+def labels_as(data: TSData, names) -> np.ndarray:
+    """``data``'s labels as indices into ``names`` (a model's classes, in its output order),
+    matched by class name; a class of ``data`` missing from ``names`` is an error."""
+    names = list(names)
+    if list(data.classes) == names:
+        return data.y
+    missing = sorted(set(data.classes) - set(names))
+    if missing:
+        raise DataError(f"evaluate: data {data.name!r} has classes {missing} the model was "
+                        f"not trained on (model classes: {names})")
+    return np.array([names.index(c) for c in data.classes])[data.y]
+
+
 def evaluate(model: nn.Module, data: TSData, batch: int = 256) -> dict:
     """`classification_report` of the model on ``data`` plus ``log_loss``, ``pred`` and
     ``proba``. Labels are matched to the model's classes by name when they differ in order."""
     from kairo.attention._metrics import classification_report
 
-    y = data.y
     names = list(getattr(model, "fit_meta", {}).get("classes", data.classes))
-    if list(data.classes) != names:
-        missing = sorted(set(data.classes) - set(names))
-        if missing:
-            raise DataError(f"evaluate: data {data.name!r} has classes {missing} the model was "
-                            f"not trained on (model classes: {names})")
-        lut = np.array([names.index(c) for c in data.classes])
-        y = lut[data.y]
+    y = labels_as(data, names)
     pred, proba = predict(model, data.x, data.mask, batch)
     if proba.shape[1] != len(names):
         raise DataError(f"evaluate: the model outputs {proba.shape[1]} classes but names "
