@@ -13,9 +13,10 @@ import torch
 from kairo.attention._compare import resnet_test
 from kairo.cli import main
 
+SMALL = ["--epochs", "4", "--d-model", "16", "--n-heads", "2", "--blocks", "1",
+         "--patience", "0", "--threads", "1"]
 # one small model (tsc train's default is an ensemble of 2; the ensemble tests below say so)
-FAST = ["--epochs", "4", "--d-model", "16", "--n-heads", "2", "--blocks", "1",
-        "--patience", "0", "--threads", "1", "--ensemble", "1"]
+FAST = [*SMALL, "--ensemble", "1"]
 
 
 @pytest.fixture(scope="module")
@@ -733,7 +734,7 @@ def test_an_mnist1d_model_is_scored_at_its_own_length(tmp_path):
 # member 0's, with which the ensemble scales its input; attention pooling: maps has weights
 # to write down
 ENSEMBLE = ["tsc", "train", "--dataset", "ItalyPowerDemand", "--encoder", "resnet", "--pool",
-            "attention", "--znorm", "channel", *FAST[:-2], "--workers", "1"]   # the default: 2
+            "attention", "--znorm", "channel", *SMALL, "--workers", "1"]   # the default: 2
 
 
 def test_an_ensemble_trains_into_one_model_that_evaluate_and_predict_use(tmp_path, capsys):

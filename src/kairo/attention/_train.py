@@ -701,8 +701,8 @@ def labels_as(data: TSData, names) -> np.ndarray:
         return data.y
     missing = sorted(set(data.classes) - set(names))
     if missing:
-        raise DataError(f"evaluate: data {data.name!r} has classes {missing} the model was "
-                        f"not trained on (model classes: {names})")
+        raise DataError(f"data {data.name!r} has classes {missing} the model was not "
+                        f"trained on (model classes: {names})")
     return np.array([names.index(c) for c in data.classes])[data.y]
 
 
