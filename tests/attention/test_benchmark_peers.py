@@ -284,8 +284,7 @@ def test_several_candidates_keep_the_selection_runs(tmp_path, monkeypatch, capsy
 def test_benchmark_ensembles_are_those_tsc_train_ensemble_trains(tmp_path, capsys):
     """--ensemble 2 with --seeds 2: ensembles of seeds 0, 1 and 2, 3, each scored as the
     TSEnsemble that fit_ensemble builds from the same members scores, with every member kept
-    in member_runs.csv; under --stem mixed each ensemble's second member is the Inception
-    stem's, as in fit_ensemble."""
+    in member_runs.csv."""
     from kairo._errors import KairoError
     from kairo.attention import ModelConfig, TrainConfig, ensemble_runs, evaluate, fit_ensemble
 
@@ -293,7 +292,7 @@ def test_benchmark_ensembles_are_those_tsc_train_ensemble_trains(tmp_path, capsy
     assert main(["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--encoders",
                  "transformer", "--pools", "mean", "--ensemble", "2", "--seeds", "2",
                  "--peers", "", "--steps", "20", "--d-model", "8",
-                 "--blocks", "1", "--stem-blocks", "1", "--stem", "mixed", "--workers", "1",
+                 "--blocks", "1", "--stem-blocks", "1", "--workers", "1",
                  "--out", str(out)]) == 0
     shown = capsys.readouterr().out
     runs = pd.read_csv(out / "refit_runs.csv")
@@ -301,10 +300,8 @@ def test_benchmark_ensembles_are_those_tsc_train_ensemble_trains(tmp_path, capsy
     assert list(runs.seed) == [0, 2] and list(runs.members) == ["0 1", "2 3"]
     assert list(members.seed) == [0, 1, 2, 3] and list(members.ensemble_seed) == [0, 0, 2, 2]
     assert runs.fit_seconds[0] == pytest.approx(members.fit_seconds[:2].sum())
-    small, large = sorted(set(members.n_params))        # Inception stem: fewer parameters
-    assert list(members.n_params) == [large, small, large, small]
     train, test = (load_dataset("ItalyPowerDemand", s) for s in ("train", "test"))
-    m = ModelConfig(d_model=8, blocks=1, stem_blocks=1, stem="mixed")
+    m = ModelConfig(d_model=8, blocks=1, stem_blocks=1)
     t = TrainConfig(steps=20, seed=2, threads=1)
     res = fit_ensemble(m, t, train, 2, workers=1, executor="serial", progress_bar=False)
     rep = evaluate(res["model"], test)

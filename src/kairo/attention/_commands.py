@@ -190,9 +190,7 @@ def _run_ensemble(cfg: TscTrainConfig, rd, model_cfg, train_cfg, train, test) ->
         rows = []
         for i, m in enumerate(members):
             rep = _train.evaluate(m["model"], test)     # the member alone, its own scaling
-            stem = m["model"].resolved.get("stem")          # conv tokens: which stem
-            rows.append({"member": i, "seed": m["seed"], **({"stem": stem} if stem else {}),
-                         "test_accuracy": rep["accuracy"],
+            rows.append({"member": i, "seed": m["seed"], "test_accuracy": rep["accuracy"],
                          "test_macro_f1": rep["f1_macro"], "best_epoch": m["best_epoch"],
                          "epochs_run": len(m["history"]), "train_seconds": m["seconds"]})
         report = _train.evaluate(model, test)

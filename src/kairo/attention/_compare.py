@@ -79,7 +79,7 @@ def _one(job: dict) -> dict:
         fit_idx, score_idx = cv_folds(train.y, fold["folds"], fold["split_seed"])[fold["index"]]
         train, scored = train.subset(fit_idx), train.subset(score_idx)
     t0 = time.perf_counter()
-    res = _train.fit(mcfg, tcfg, train, progress_bar=False, member=job.get("member", 0))
+    res = _train.fit(mcfg, tcfg, train, progress_bar=False)
     # the fit alone, timed as the benchmark's peers are (scoring the test split excluded)
     fit_seconds = time.perf_counter() - t0
     hist = res["history"]
@@ -141,8 +141,7 @@ def _jobs(cfg, combos, datasets=None, *, folds: int = 0, seeds: int = 0, ensembl
                         if index is not None:
                             job["fold"] = {"folds": folds, "index": index, "split_seed": seed}
                         if ensemble > 1:
-                            # the member's index picks its stem under stem="mixed"
-                            job.update(ensemble=first, member=seed - first)
+                            job["ensemble"] = first
                         jobs.append(job)
     return jobs
 

@@ -25,14 +25,13 @@ __all__ = ["ModelConfig", "TrainConfig", "ModelOptions", "TrainOptions", "DataOp
            "GridOptions", "TscTrainConfig", "EvaluateConfig", "PredictConfig", "MapsConfig",
            "EncodingsConfig", "CompareConfig", "BenchmarkConfig", "ListConfig",
            "model_config", "train_config", "split_config", "ENCODERS", "POOLS",
-           "NORM_POSITIONS", "TOKENS", "STEMS", "POSITIONALS", "SCHEDULES", "DEVICES", "HEAD_NORMS",
+           "NORM_POSITIONS", "TOKENS", "POSITIONALS", "SCHEDULES", "DEVICES", "HEAD_NORMS",
            "WEIGHT_INITS", "ZNORMS", "BN_STATS", "SELECTS", "SPLITS", "UNIVARIATE", "PEERS"]
 
 ENCODERS = ("resnet", "transformer")
 POOLS = ("mean", "max", "cls", "attention", "mha")
 NORM_POSITIONS = ("pre", "post")             # LayerNorm before or after each residual branch
 TOKENS = ("step", "patch", "conv")
-STEMS = ("resnet", "inception", "mixed")     # the conv tokens' stem (mixed: by ensemble member)
 HEAD_NORMS = ("auto", "true", "false")
 WEIGHT_INITS = ("auto", "torch", "glorot")   # the encoder's, PyTorch's per-module, or Keras's
 POSITIONALS = ("sinusoidal", "learned", "rope", "none")
@@ -88,20 +87,6 @@ def resolve_stem(stem_blocks: int, max_len: int) -> int:
     return STEM_AUTO[0] if max_len <= STEM_AUTO[1] else STEM_AUTO[2]
 
 
-def member_stem(stem: str, member: int = 0) -> str:
-    """The stem member ``member`` of an ensemble gets: ``stem`` itself, or for "mixed" the
-    ResNet stem on even members (member 0: the one-model default) and the Inception stem on
-    odd ones. Averaging one member of each beat two of one kind (docs/notes/attention.md)."""
-    if stem not in STEMS:
-        raise ConfigError(f"stem: expected one of {', '.join(STEMS)}; got {stem!r}")
-    if isinstance(member, bool) or not isinstance(member, int) or member < 0:
-        raise ConfigError(f"member must be an integer ≥ 0 (an ensemble member's index), got "
-                          f"{member!r}")
-    if stem != "mixed":
-        return stem
-    return "resnet" if member % 2 == 0 else "inception"
-
-
 # ---------------------------------------------------------------------------- field groups
 @dataclass(frozen=True)
 class ModelOptions:
@@ -119,12 +104,8 @@ class ModelOptions:
                          "per --patch steps) or conv (a convolutional stem, then the mean of "
                          "each window of steps, at most --max-tokens tokens)", choices=TOKENS)
     patch: int = option(16, "steps per token with --tokens patch", low=1)
-    stem: str = option("resnet", "--tokens conv: the convolutional stem: resnet (residual "
-                       "blocks, kernels --kernel-sizes), inception (Inception modules: kernels "
-                       "39, 19, 9 and a max-pool branch, d_model/4 filters each) or mixed (an "
-                       "ensemble's even members resnet, odd members inception)", choices=STEMS)
-    stem_blocks: int = option(0, "--tokens conv: residual blocks or Inception modules of width "
-                              "d_model at full resolution before attention; "
+    stem_blocks: int = option(0, "--tokens conv: residual convolution blocks of width d_model "
+                              "(kernels --kernel-sizes) at full resolution before attention; "
                               f"0 = auto: {STEM_AUTO[0]} for series of up to {STEM_AUTO[1]} "
                               f"steps, {STEM_AUTO[2]} for longer ones", low=0)
     max_tokens: int = option(64, "--tokens conv: the most tokens attention sees; the stem's "
@@ -290,9 +271,6 @@ def _check_model(cfg, encoder: str, pool: str) -> None:
     if cfg.n_kv_heads and cfg.n_heads % cfg.n_kv_heads:
         raise ConfigError(f"n_kv_heads ({cfg.n_kv_heads}) must divide n_heads "
                           f"({cfg.n_heads}); 1 = MQA, 0 = MHA")
-    if cfg.tokens == "conv" and cfg.stem != "resnet" and cfg.d_model % 4:
-        raise ConfigError(f"d_model must be a multiple of 4 for the {cfg.stem} stem (four "
-                          f"Inception branches of d_model/4 filters), got {cfg.d_model}")
     if cfg.positional == "sinusoidal" and cfg.d_model % 2:
         raise ConfigError(f"d_model must be even for sinusoidal positions, got {cfg.d_model}")
     if cfg.positional == "rope" and (cfg.d_model // cfg.n_heads) % 2:
@@ -350,8 +328,8 @@ class ModelConfig(ModelOptions, EncoderPool):
     """Architecture of a :class:`TSClassifier` (training options live in TrainConfig).
 
     ``blocks`` counts Transformer blocks or ResNet blocks. ``norm_position``, ``tokens``,
-    ``patch``, ``stem``, ``stem_blocks``, ``max_tokens``, ``positional``, ``n_heads`` and
-    ``n_kv_heads`` only matter for the Transformer encoder; ``kernel_sizes`` for the ResNet and the
+    ``patch``, ``stem_blocks``, ``max_tokens``, ``positional``, ``n_heads`` and ``n_kv_heads``
+    only matter for the Transformer encoder; ``kernel_sizes`` for the ResNet and the
     Transformer's conv tokens. ``pool_heads`` is used by the "mha" pool and
     by the "cls" pool's own block (ResNet only); ``pool_queries`` by "mha".
     ``head_norm`` ("true") puts a LayerNorm between the pooled vector and the linear layer;
@@ -368,15 +346,13 @@ class ModelConfig(ModelOptions, EncoderPool):
         _check(self)
         _check_model(self, self.encoder, self.pool)
 
-    def resolved(self, max_len: int | None = None, member: int = 0) -> dict:
+    def resolved(self, max_len: int | None = None) -> dict:
         """``head_norm`` (bool) and ``weight_init`` ("torch"/"glorot") with "auto" read as
         this encoder's default; given the series length ``max_len``, a Transformer on conv
-        tokens adds ``stem_blocks`` (0 read by :func:`resolve_stem`) and ``stem``, the stem
-        of ensemble member ``member`` (:func:`member_stem`)."""
+        tokens adds ``stem_blocks`` (0 read by :func:`resolve_stem`)."""
         out = resolve_head(self.encoder, self.head_norm, self.weight_init)
         if max_len is not None and self.encoder == "transformer" and self.tokens == "conv":
             out["stem_blocks"] = resolve_stem(self.stem_blocks, max_len)
-            out["stem"] = member_stem(self.stem, member)
         return out
 
 

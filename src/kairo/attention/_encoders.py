@@ -27,7 +27,7 @@ from kairo.attention._config import ENCODERS, TOKENS  # noqa: F401  (re-exported
 from kairo.attention._attention import NORMS, TransformerBlock
 from kairo.attention._encodings import DEFAULT_MAX_LEN, POSITIONALS, make_positional
 
-__all__ = ["ResNet1D", "InceptionStem", "TransformerEncoder", "ENCODERS", "TOKENS", "LAYOUTS",
+__all__ = ["ResNet1D", "TransformerEncoder", "ENCODERS", "TOKENS", "LAYOUTS",
            "check_series", "resnet_layout"]
 
 #: memory layouts the ResNet computes in; "auto" picks one per machine (see resnet_layout)
@@ -262,78 +262,6 @@ class ResNet1D(nn.Module):
         return tokens, mask
 
 
-class _InceptionModule(nn.Module):
-    """InceptionTime's module (Ismail Fawaz et al. 2020) at d = 4·f channels: a 1×1 bottleneck
-    to f channels (none on a one-channel input, which it would only copy), convolutions of
-    ``kernel_sizes`` on it and a 3-step max-pool → 1×1 conv on the input, f filters each,
-    concatenated, batch norm, ReLU. Masked steps are zeroed before the convolutions and are
-    never a max-pool window's maximum, as if each series ended at its last valid step."""
-
-    def __init__(self, c_in: int, f: int, kernel_sizes, fk: dict):
-        super().__init__()
-        self.bottleneck = nn.Conv1d(c_in, f, 1, bias=False, **fk) if c_in > 1 else None
-        c_b = f if c_in > 1 else c_in
-        # odd kernels: symmetric 'same' padding inside the conv
-        self.convs = nn.ModuleList(nn.Conv1d(c_b, f, k, padding=k // 2, bias=False, **fk)
-                                   for k in kernel_sizes)
-        self.pool_conv = nn.Conv1d(c_in, f, 1, bias=False, **fk)
-        self.norm = _BatchNormCL(f * (len(kernel_sizes) + 1), **fk)
-
-    def forward(self, x: torch.Tensor, m: torch.Tensor | None) -> torch.Tensor:
-        """x [B, C, T] zero at masked steps, m [B, 1, T] (1 = valid) or None → [B, d, T]."""
-        b = x if self.bottleneck is None else self.bottleneck(x)
-        pooled = x if m is None else x.masked_fill(m == 0, float("-inf"))
-        # max_pool1d pads with -inf, so a window at a series' end sees only its valid steps
-        pooled = F.max_pool1d(pooled, 3, 1, 1)
-        if m is not None:
-            pooled = pooled.masked_fill(m == 0, 0.0)     # not × m: a padded window is -inf
-        y = torch.cat([conv(b) for conv in self.convs] + [self.pool_conv(pooled)], 1)
-        return F.relu_(self.norm(y, m))
-
-
-class InceptionStem(nn.Module):
-    """``blocks`` Inception modules of width d (d/4 filters per branch, kernels 39, 19, 9 and
-    the max-pool branch) with one residual 1×1 conv + batch norm shortcut from the input over
-    all of them, then ReLU: the stem of the Transformer's conv tokens with ``stem="inception"``.
-    ``forward(x [B,C,T], mask [B,T] | None) → (tokens [B,T,d], mask)``, masked tokens 0; the
-    same interface as :class:`ResNet1D` at stride 1. Computes in PyTorch's [B, C, T] layout.
-    """
-
-    KERNEL_SIZES = (39, 19, 9)
-
-    def __init__(self, in_channels: int, d: int = 64, blocks: int = 3, *, device=None,
-                 dtype=None):
-        super().__init__()
-        if in_channels < 1 or blocks < 1 or d < 4 or d % 4:
-            raise ConfigError(f"InceptionStem needs in_channels, blocks ≥ 1 and d a multiple "
-                              f"of 4, got in_channels={in_channels}, blocks={blocks}, d={d}")
-        fk = {"device": device, "dtype": dtype}
-        self.in_channels, self.d_out, self.steps_per_token = in_channels, d, 1
-        self.blocks = nn.ModuleList(
-            _InceptionModule(in_channels if i == 0 else d, d // 4, self.KERNEL_SIZES, fk)
-            for i in range(blocks))
-        self.shortcut_conv = nn.Conv1d(in_channels, d, 1, bias=False, **fk)
-        self.shortcut_norm = _BatchNormCL(d, **fk)
-        self.last_weights = None
-
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, *,
-                need_weights: bool = False):
-        check_series(x, mask, self.in_channels)
-        m = _step_mask(mask, x)
-        if m is not None:
-            x = x * m
-        y = x
-        for i, module in enumerate(self.blocks):
-            if i and m is not None:
-                y = y * m
-            y = module(y, m)
-        y = F.relu_(y + self.shortcut_norm(self.shortcut_conv(x), m))
-        tokens = y.transpose(1, 2).contiguous()
-        if mask is not None:
-            tokens = tokens * mask[..., None].to(tokens.dtype)
-        return tokens, mask
-
-
 def _window_mean(tokens: torch.Tensor, mask: torch.Tensor | None, s: int):
     """tokens [B, T, D] (zero at masked steps) → [B, ceil(T/s), D]: the mean of the valid steps
     of each window of s, and the windows' mask (valid if any step is). A window cut short by
@@ -354,8 +282,7 @@ class TransformerEncoder(nn.Module):
     ``tokens="step"``: one token per time step, Linear(C → d). ``"patch"``: one token per
     ``patch`` steps, Conv1d(C, d, patch, stride=patch), T zero-padded up to a multiple of patch;
     a patch is valid if any of its steps is. ``"conv"``: a convolutional stem, ``stem_blocks``
-    residual blocks of width d (``stem="resnet"``: :class:`ResNet1D`, ``kernel_sizes``) or
-    Inception modules (``"inception"``: :class:`InceptionStem`) at full resolution, whose
+    residual blocks of width d (:class:`ResNet1D`, ``kernel_sizes``) at full resolution, whose
     outputs are averaged over windows of ceil(max_len / max_tokens) steps (valid steps only),
     so attention sees at most ``max_tokens`` tokens that already carry local shape.
     ``positional="rope"`` rotates q/k inside attention; "sinusoidal"/"learned" are added to the
@@ -374,9 +301,8 @@ class TransformerEncoder(nn.Module):
                  n_kv_heads: int | None = None, layers: int = 2, mlp_ratio: float = 4,
                  dropout: float = 0.1, norm: str = "pre", tokens: str = "step", patch: int = 16,
                  positional: str = "sinusoidal", max_len: int = DEFAULT_MAX_LEN, *,
-                 stem: str = "resnet", stem_blocks: int = 1,
-                 kernel_sizes: tuple[int, ...] = (8, 5, 3), max_tokens: int = 64, device=None,
-                 dtype=None):
+                 stem_blocks: int = 1, kernel_sizes: tuple[int, ...] = (8, 5, 3),
+                 max_tokens: int = 64, device=None, dtype=None):
         super().__init__()
         if tokens not in TOKENS:
             raise ConfigError(f"tokens must be one of {', '.join(TOKENS)}; got {tokens!r}")
@@ -397,14 +323,7 @@ class TransformerEncoder(nn.Module):
             # a fixed window per model (set by the training length), so a series' tokens do
             # not depend on how long the other series of its batch are
             self.patch = -(-max_len // max_tokens)
-            if stem == "inception":
-                self.stem = InceptionStem(in_channels, d, stem_blocks, **fk)
-            elif stem == "resnet":
-                self.stem = ResNet1D(in_channels, d, stem_blocks, kernel_sizes, widen=False,
-                                     **fk)
-            else:
-                raise ConfigError(f"stem must be resnet or inception (mixed is resolved per "
-                                  f"ensemble member before the model is built); got {stem!r}")
+            self.stem = ResNet1D(in_channels, d, stem_blocks, kernel_sizes, widen=False, **fk)
             self.embed = None
         else:
             self.patch = patch if tokens == "patch" else 1

@@ -32,18 +32,16 @@ class TSClassifier(nn.Module):
     mixes it in with its own block (see :class:`ClsPool`).
     """
 
-    def __init__(self, cfg: ModelConfig, n_channels: int, n_classes: int, max_len: int,
-                 member: int = 0):
+    def __init__(self, cfg: ModelConfig, n_channels: int, n_classes: int, max_len: int):
         super().__init__()
         for name, v, low in (("n_channels", n_channels, 1), ("n_classes", n_classes, 2),
-                             ("max_len", max_len, 1), ("member", member, 0)):
+                             ("max_len", max_len, 1)):
             if isinstance(v, bool) or not isinstance(v, int) or v < low:
                 raise ConfigError(f"{name} must be an integer ≥ {low}, got {v!r}")
         self.cfg, self.n_channels, self.n_classes, self.max_len = cfg, n_channels, n_classes, \
             max_len
         # "auto" resolved for this encoder and length; the config keeps "auto"
-        self.resolved = cfg.resolved(max_len, member)
-        self.member = member
+        self.resolved = cfg.resolved(max_len)
         if cfg.encoder == "resnet":
             self.encoder = ResNet1D(n_channels, d=cfg.d_model, blocks=cfg.blocks,
                                     kernel_sizes=cfg.kernel_sizes)
@@ -52,7 +50,6 @@ class TSClassifier(nn.Module):
                 n_channels, d=cfg.d_model, n_heads=cfg.n_heads, n_kv_heads=cfg.n_kv_heads or None,
                 layers=cfg.blocks, dropout=cfg.dropout, norm=cfg.norm_position, tokens=cfg.tokens,
                 patch=cfg.patch, positional=cfg.positional, max_len=max_len,
-                stem=self.resolved.get("stem", "resnet"),
                 stem_blocks=self.resolved.get("stem_blocks", cfg.stem_blocks or 1),
                 kernel_sizes=cfg.kernel_sizes,
                 max_tokens=cfg.max_tokens)
@@ -111,8 +108,7 @@ class TSClassifier(nn.Module):
 
 
 class TSEnsemble(nn.Module):
-    """Classifiers of one architecture whose class probabilities are averaged (member i
-    built with ``member=i``, so a "mixed" stem alternates ResNet and Inception stems).
+    """Classifiers of one architecture whose class probabilities are averaged.
 
     ``forward(x [B,C,T], mask [B,T] | None) → [B, n_classes]`` returns the log of the members'
     mean softmax probabilities, log(1/n Σ_i softmax(member_i(x))): its softmax is that mean
@@ -138,23 +134,14 @@ class TSEnsemble(nn.Module):
         bad = [type(m).__name__ for m in members if not isinstance(m, TSClassifier)]
         if bad:
             raise ConfigError(f"ensemble members must be TSClassifier models, got {bad[0]}")
-        # one config; only the resolved stem may differ, as "mixed" assigns it by member index
-        def shared(m):
-            return {**{k: v for k, v in m.resolved.items() if k != "stem"}, **m.arch}
-
-        first = shared(members[0])
-        for i, m in enumerate(members):
-            arch = shared(m)
+        first = {**members[0].arch, **members[0].resolved}
+        for i, m in enumerate(members[1:], 1):
+            arch = {**m.arch, **m.resolved}
             diff = {k: (first.get(k), arch.get(k)) for k in sorted(set(first) | set(arch))
                     if first.get(k) != arch.get(k)}
             if diff:
                 raise ConfigError(f"ensemble members must share one architecture; member {i} "
                                   f"differs from member 0 (member 0 vs {i}: {diff})")
-            want = m.cfg.resolved(m.max_len, i).get("stem")
-            if m.resolved.get("stem") != want:
-                raise ConfigError(f"member {i} of an ensemble with stem={m.cfg.stem!r} must "
-                                  f"have the {want} stem, got {m.resolved.get('stem')} (build "
-                                  f"it with member={i})")
         self.members = nn.ModuleList(members)
         m0 = members[0]
         self.cfg, self.n_channels, self.n_classes, self.max_len = m0.cfg, m0.n_channels, \
@@ -244,9 +231,8 @@ def _glorot(module: nn.Module) -> None:
 
 
 def build_classifier(cfg: ModelConfig, n_channels: int, n_classes: int,
-                     max_len: int, member: int = 0) -> TSClassifier:
-    """A freshly initialised classifier (the caller seeds torch first); ``member`` is its index
-    in an ensemble, which picks its stem when ``cfg.stem`` is "mixed"."""
+                     max_len: int) -> TSClassifier:
+    """A freshly initialised classifier (the caller seeds torch first)."""
     if not isinstance(cfg, ModelConfig):
         raise ConfigError(f"cfg must be a ModelConfig, got {type(cfg).__name__}")
-    return TSClassifier(cfg, n_channels, n_classes, max_len, member)
+    return TSClassifier(cfg, n_channels, n_classes, max_len)

@@ -43,11 +43,10 @@ _RESUME_FREE = ("checkpoint_every", "threads", "device", "bn_stats")
 
 
 # ---------------------------------------------------------------------------- helpers
-def _build(model_cfg, n_channels: int, n_classes: int, max_len: int,
-           member: int = 0) -> nn.Module:
+def _build(model_cfg, n_channels: int, n_classes: int, max_len: int) -> nn.Module:
     from kairo.attention._model import build_classifier
 
-    return build_classifier(model_cfg, n_channels, n_classes, max_len, member)
+    return build_classifier(model_cfg, n_channels, n_classes, max_len)
 
 
 def _model_config(fields: dict):
@@ -181,7 +180,7 @@ def _validate(model, x, y, mask, batch: int = 256) -> tuple[float, float]:
 
 
 def fit(model_cfg, train_cfg: TrainConfig, data: TSData, *, checkpoint=None,
-        progress_bar: bool | None = None, member: int = 0) -> dict:
+        progress_bar: bool | None = None) -> dict:
     """Train a classifier on ``data`` (the training split; validation is held out from it).
 
     Parameters
@@ -197,9 +196,6 @@ def fit(model_cfg, train_cfg: TrainConfig, data: TSData, *, checkpoint=None,
     progress_bar : bool, optional
         None shows a bar on a terminal and a log line every few seconds otherwise (see
         `kairo._progress.progress`); False shows nothing.
-    member : int
-        The model's index in an ensemble (`fit_ensemble`); with ``stem="mixed"`` it picks the
-        stem (even: ResNet, odd: Inception).
 
     Returns
     -------
@@ -230,13 +226,12 @@ def fit(model_cfg, train_cfg: TrainConfig, data: TSData, *, checkpoint=None,
             if device.type == "cuda" else []
         with torch.random.fork_rng(devices=gpus):
             return _fit(model_cfg, train_cfg, data, device,
-                        Path(checkpoint) if checkpoint else None, progress_bar, member)
+                        Path(checkpoint) if checkpoint else None, progress_bar)
     finally:
         torch.set_num_threads(old_threads)
 
 
-def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, progress_bar,
-         member: int) -> dict:
+def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, progress_bar) -> dict:
     from kairo._progress import progress
 
     if cfg.val_fraction > 0:
@@ -257,8 +252,7 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, progress_bar,
     mv = None if mt is None else mt[va_t]
 
     torch.manual_seed(cfg.seed)
-    model = _build(model_cfg, data.n_channels, data.n_classes, data.n_steps,
-                   member).to(device)
+    model = _build(model_cfg, data.n_channels, data.n_classes, data.n_steps).to(device)
     opt = torch.optim.AdamW(param_groups(model, cfg.weight_decay), lr=cfg.lr)
     epochs = n_epochs(cfg, len(tr))
     sched = _scheduler(opt, cfg, epochs * len(_batches(len(tr), cfg.batch)))
@@ -436,7 +430,7 @@ def _fit_member(job: dict) -> dict:
     """One member of `fit_ensemble` (in a worker process): `fit`'s result with the weights
     as a CPU state dict, which crosses processes without the module."""
     res = fit(job["model_cfg"], job["train_cfg"], job["data"], checkpoint=job["checkpoint"],
-              progress_bar=False, member=job["member"])
+              progress_bar=False)
     return {**res, "model": _cpu_state(res["model"])}
 
 
@@ -446,8 +440,7 @@ def fit_ensemble(model_cfg, train_cfg: TrainConfig, data: TSData, n: int, *, wor
     """Train ``n`` classifiers with seeds ``train_cfg.seed`` … ``seed + n − 1`` through
     `kairo._jobs.map_jobs` and average them in a :class:`TSEnsemble`.
 
-    Member i is the model ``fit(model_cfg, replace(train_cfg, seed=seed + i), data,
-    member=i)`` gives,
+    Member i is the model ``fit(model_cfg, replace(train_cfg, seed=seed + i), data)`` gives,
     weight for weight (same device and thread count): its own validation hold-out, batch
     order and input statistics. With ``n`` > 1, ``threads`` 0 is read as one torch thread per
     member, so the members do not depend on ``workers`` or the executor.
@@ -490,7 +483,7 @@ def fit_ensemble(model_cfg, train_cfg: TrainConfig, data: TSData, n: int, *, wor
     threads = train_cfg.threads or (1 if n > 1 else 0)
     seeds = [train_cfg.seed + i for i in range(n)]
     paths = ensemble_checkpoints(checkpoint, n) if checkpoint else [None] * n
-    jobs = [{"model_cfg": model_cfg, "data": data, "checkpoint": paths[i], "member": i,
+    jobs = [{"model_cfg": model_cfg, "data": data, "checkpoint": paths[i],
              "train_cfg": dataclasses.replace(train_cfg, seed=s, threads=threads)}
             for i, s in enumerate(seeds)]
     t0 = time.perf_counter()
@@ -502,8 +495,8 @@ def fit_ensemble(model_cfg, train_cfg: TrainConfig, data: TSData, n: int, *, wor
     # the caller's torch random stream is left as it was (building draws initial weights,
     # which the trained ones replace)
     with torch.random.fork_rng(devices=[]):
-        for i, res in enumerate(results):
-            m = _build(model_cfg, data.n_channels, data.n_classes, data.n_steps, i)
+        for res in results:
+            m = _build(model_cfg, data.n_channels, data.n_classes, data.n_steps)
             m.load_state_dict(res["model"])
             m.to(device).eval()
             m.fit_meta = res["meta"]
@@ -576,7 +569,7 @@ def load_classifier(path, expect_arch: dict | None = None) -> tuple[nn.Module, d
                         f"{n!r}")
     try:
         members = [_build(_model_config({**cfg_fields, **pinned}), arch["n_channels"],
-                          arch["n_classes"], arch["max_len"], i) for i in range(n or 1)]
+                          arch["n_classes"], arch["max_len"]) for _ in range(n or 1)]
         model = members[0] if n is None else _ensemble(members)
     except (KeyError, TypeError, ConfigError) as exc:
         raise DataError(f"model file {path}: its architecture cannot be rebuilt by this "
