@@ -665,3 +665,65 @@ def test_saved_ensemble_round_trips_and_bad_files_keep_their_errors(tmp_path):
         torch.save({**state, "arch": {**state["arch"], "ensemble": count}}, tmp_path / "x.pt")
         with pytest.raises(DataError, match=msg):
             load_classifier(tmp_path / "x.pt")
+
+
+# ---------------------------------------------------------------------------- mixup
+def test_mixup_at_weight_one_is_plain_training(monkeypatch):
+    """A mixing weight of 1 keeps every batch as it is: a ResNet (no dropout, so the shuffle's
+    random draw changes nothing else) trains to the same weights as without mixup."""
+    data = _toy(channels=1)
+    cfg = TrainConfig(epochs=3, batch=8, threads=1)
+    plain = fit(RESNET, cfg, data, **QUIET)["model"]
+    monkeypatch.setattr(torch.distributions.Beta, "sample", lambda self: torch.tensor(1.0))
+    mixed = fit(RESNET, dataclasses.replace(cfg, mixup=0.2), data, **QUIET)["model"]
+    assert _same_weights(_weights(plain), _weights(mixed))
+
+
+def test_mixup_mixes_series_labels_and_masks(monkeypatch):
+    """Weight 1/4: each series is ¼ itself and ¾ another of its batch, the loss ¼ and ¾ of
+    the two labels' cross-entropies, and the mixed series is valid where either is."""
+    seen = {}
+
+    class Probe(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.zeros(2))
+
+        def forward(self, x, mask):
+            seen.update(x=x.detach().clone(), mask=mask.clone())
+            return self.w.expand(len(x), 2) + x[:, 0, :2]
+
+    monkeypatch.setattr(torch.distributions.Beta, "sample", lambda self: torch.tensor(0.25))
+    torch.manual_seed(0)
+    x = torch.arange(24, dtype=torch.float32).view(4, 1, 6)
+    mask = torch.arange(6)[None, :] < torch.tensor([[6], [3], [5], [2]])
+    x = x * mask[:, None, :]
+    y = torch.tensor([0, 1, 1, 0])
+    model = Probe()
+    opt = torch.optim.SGD(model.parameters(), lr=0.0)
+    cfg = TrainConfig(batch=4, mixup=0.2)
+    loss = T._train_epoch(model, opt, None, torch.nn.CrossEntropyLoss(), x, y, mask,
+                          torch.arange(4), dataclasses.replace(cfg, schedule="plateau"))
+    partner = [int(np.argmin([float((seen["x"][i] - 0.25 * x[i] - 0.75 * x[j]).abs().max())
+                              for j in range(4)])) for i in range(4)]
+    assert sorted(partner) == [0, 1, 2, 3]                            # a permutation
+    for i, j in enumerate(partner):
+        torch.testing.assert_close(seen["x"][i], 0.25 * x[i] + 0.75 * x[j])
+        assert torch.equal(seen["mask"][i], mask[i] | mask[j])
+    ce = torch.nn.functional.cross_entropy
+    logits = x[:, 0, :2] * 0.25 + x[partner, 0, :2] * 0.75
+    want = 0.25 * ce(logits, y) + 0.75 * ce(logits, y[partner])
+    assert loss == pytest.approx(float(want), rel=1e-6)
+
+
+def test_mixup_runs_are_reproducible_and_differ_from_plain_ones():
+    rng = np.random.default_rng(0)
+    series = [rng.normal(size=(2, n)) + (i % 2) for i, n in enumerate(rng.integers(8, 20, 24))]
+    data = from_arrays(series, np.arange(24) % 2, pad=True, name="toy")
+    cfg = TrainConfig(epochs=2, batch=8, threads=1, mixup=0.4)
+    a, b = (fit(TINY, cfg, data, **QUIET)["model"] for _ in range(2))
+    assert _same_weights(_weights(a), _weights(b))
+    plain = fit(TINY, dataclasses.replace(cfg, mixup=0.0), data, **QUIET)["model"]
+    assert not _same_weights(_weights(a), _weights(plain))
+    with pytest.raises(ConfigError, match="mixup must be ≥ 0.0"):
+        TrainConfig(mixup=-0.1)

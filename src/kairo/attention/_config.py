@@ -178,6 +178,11 @@ class TrainOptions:
     crop: float = option(0.0, "augmentation: window slicing, the fraction of each series cut "
                          "off before it is stretched back to full length (Le Guennec et al. "
                          "2016), in [0, 1); 0 = off", low=0.0)
+    mixup: float = option(0.0, "mixup (Zhang et al. 2018): each training batch mixed with a "
+                          "shuffled copy of itself, labels alike, by a weight drawn from "
+                          "Beta(mixup, mixup); 0 = off; 0.2 lifts outline series "
+                          "(ArrowHead, PickupGestureWiimoteZ), not series whose time axis "
+                          "carries the class (ACSF1)", low=0.0, high=10.0)
     bn_stats: str = option("recompute", "batch-norm statistics of the trained model (ResNet, "
                            "conv tokens): "
                            "running (the averages left by training) or recompute (over the "

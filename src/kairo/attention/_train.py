@@ -150,7 +150,17 @@ def _train_epoch(model, opt, sched, loss_fn, x, y, mask, order, cfg: TrainConfig
         idx = order[s:e]
         mb = None if mask is None else mask[idx]
         xb = augment(x[idx], mb, cfg) if aug else x[idx]                        # [b, C, T]
-        loss = loss_fn(model(xb, mb), y[idx])                                   # scalar
+        if cfg.mixup:
+            # one weight per batch from the epoch's seeded stream; a mixed series is valid
+            # where either of its two is (padding is zero in both)
+            lam = float(torch.distributions.Beta(cfg.mixup, cfg.mixup).sample())
+            perm = torch.randperm(len(idx), device=xb.device)
+            xb = lam * xb + (1 - lam) * xb[perm]
+            mb = None if mb is None else mb | mb[perm]
+            out = model(xb, mb)
+            loss = lam * loss_fn(out, y[idx]) + (1 - lam) * loss_fn(out, y[idx][perm])
+        else:
+            loss = loss_fn(model(xb, mb), y[idx])                               # scalar
         if not torch.isfinite(loss):
             raise KairoError(f"training diverged (loss {loss.item()}); lower lr (now {cfg.lr}) "
                              f"or raise max_grad_norm clipping (now {cfg.max_grad_norm})")
