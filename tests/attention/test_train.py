@@ -234,10 +234,15 @@ def test_resume_refuses_another_run(gunpoint, tmp_path):
         fit(TINY, cfg, tr, checkpoint=ckpt, **QUIET)
 
 
-def test_variable_length_data_and_no_validation_set():
+def _ragged_toy():
+    """24 two-channel series of 8–19 steps, padded with a mask; class 1 shifted up by 1."""
     rng = np.random.default_rng(0)
     series = [rng.normal(size=(2, n)) + (i % 2) for i, n in enumerate(rng.integers(8, 20, 24))]
-    data = from_arrays(series, np.arange(24) % 2, pad=True, name="toy")
+    return from_arrays(series, np.arange(24) % 2, pad=True, name="toy")
+
+
+def test_variable_length_data_and_no_validation_set():
+    data = _ragged_toy()
     cfg = TrainConfig(epochs=6, batch=8, val_fraction=0.0, patience=1, threads=1)
     r = fit(TINY, cfg, data, **QUIET)
     assert all(e["val_loss"] is None for e in r["history"])
@@ -717,9 +722,7 @@ def test_mixup_mixes_series_labels_and_masks(monkeypatch):
 
 
 def test_mixup_runs_are_reproducible_and_differ_from_plain_ones():
-    rng = np.random.default_rng(0)
-    series = [rng.normal(size=(2, n)) + (i % 2) for i, n in enumerate(rng.integers(8, 20, 24))]
-    data = from_arrays(series, np.arange(24) % 2, pad=True, name="toy")
+    data = _ragged_toy()
     cfg = TrainConfig(epochs=2, batch=8, threads=1, mixup=0.4)
     a, b = (fit(TINY, cfg, data, **QUIET)["model"] for _ in range(2))
     assert _same_weights(_weights(a), _weights(b))
