@@ -35,11 +35,13 @@ def resolve_executor(executor: str, workers: int, n_jobs: int) -> tuple[str, int
 
 def map_jobs(fn: Callable, jobs: Iterable, *, workers: int = 0, executor: str = "auto",
              desc: str = "jobs", progress_bar: bool | None = None,
-             address: str | None = None) -> list:
+             address: str | None = None,
+             on_result: Callable[[int, object], None] | None = None) -> list:
     """``[fn(job) for job in jobs]``, computed in parallel.
 
     ``address``: the Ray cluster to join (else ``$RAY_ADDRESS``; neither: a local Ray
-    runtime with ``workers`` CPUs).
+    runtime with ``workers`` CPUs). ``on_result(i, result)`` is called in this process as
+    each job finishes, in the order they finish (to save work as it is done).
 
     ``fn`` must be a module-level function and ``jobs`` picklable (worker processes are
     spawned, not forked: MuJoCo's GL contexts, OpenMP and torch thread pools do not survive a
@@ -48,21 +50,27 @@ def map_jobs(fn: Callable, jobs: Iterable, *, workers: int = 0, executor: str = 
     jobs = list(jobs)
     kind, n = resolve_executor(executor, workers, len(jobs))
     bar = progress(total=len(jobs), desc=desc, enabled=progress_bar)
+
+    def done(i, result):
+        if on_result is not None:
+            on_result(i, result)
+        bar.update(1)
+
     try:
         if kind == "serial":
             out = []
-            for job in jobs:
+            for i, job in enumerate(jobs):
                 out.append(fn(job))
-                bar.update(1)
+                done(i, out[-1])
             return out
         if kind == "ray":
-            return _ray(fn, jobs, n, bar, address or os.environ.get("RAY_ADDRESS"))
-        return _processes(fn, jobs, n, bar)
+            return _ray(fn, jobs, n, done, address or os.environ.get("RAY_ADDRESS"))
+        return _processes(fn, jobs, n, done)
     finally:
         bar.close()
 
 
-def _processes(fn, jobs: list, workers: int, bar) -> list:
+def _processes(fn, jobs: list, workers: int, done) -> list:
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from multiprocessing import get_context
 
@@ -71,10 +79,11 @@ def _processes(fn, jobs: list, workers: int, bar) -> list:
     try:
         pending = {pool.submit(fn, job): i for i, job in enumerate(jobs)}
         while pending:
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in done:
-                results[pending.pop(fut)] = fut.result()
-                bar.update(1)
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                i = pending.pop(fut)
+                results[i] = fut.result()
+                done(i, results[i])
     except BaseException:
         # stop running jobs now (each may take minutes); the executor has no public call for
         # this, so its worker table is used
@@ -86,7 +95,7 @@ def _processes(fn, jobs: list, workers: int, bar) -> list:
     return results
 
 
-def _ray(fn, jobs: list, workers: int, bar, address: str | None) -> list:
+def _ray(fn, jobs: list, workers: int, done, address: str | None) -> list:
     try:
         import ray
     except ImportError as exc:
@@ -111,9 +120,10 @@ def _ray(fn, jobs: list, workers: int, bar, address: str | None) -> list:
         pending = list(refs)
         try:
             while pending:
-                done, pending = ray.wait(pending, num_returns=1)
-                results[index[done[0]]] = ray.get(done[0])
-                bar.update(1)
+                ready, pending = ray.wait(pending, num_returns=1)
+                i = index[ready[0]]
+                results[i] = ray.get(ready[0])
+                done(i, results[i])
         except BaseException:
             for ref in pending:
                 ray.cancel(ref, force=True)

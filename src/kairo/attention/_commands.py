@@ -657,11 +657,20 @@ COMMANDS = [
     Command("tsc predict", PredictConfig, run_predict, "classes and probabilities for your "
             "series (CSV)", folder=False),
     Command("tsc compare-pooling", CompareConfig, run_compare, "every pooling head × encoder × "
-            "dataset × seed, with paired tests against mean pooling", inputs=_grid_inputs),
+            "dataset × seed, with paired tests against mean pooling", inputs=_grid_inputs,
+            description="every pooling head × encoder × dataset × seed, with paired tests "
+            "against mean pooling; each finished run is kept in <out>.checkpoint.pt as it "
+            "finishes, and the same command after a stop runs only what is missing"),
     Command("tsc benchmark", BenchmarkConfig, run_benchmark, "the best configuration per "
             "dataset (chosen on the training split: validation hold-out or k-fold CV) next to "
             "MiniRocket and MultiRocket-Hydra on the same splits and published results",
-            inputs=_grid_inputs),
+            inputs=_grid_inputs,
+            description="the best configuration per dataset (encoder × pooling head × "
+            "time-warp × mixup candidates, chosen on the training split: validation hold-out "
+            "or k-fold CV), refit on the whole training split, next to MiniRocket and "
+            "MultiRocket-Hydra on the same splits and published results; each finished run "
+            "(peer fit, selection run, fold, refit) is kept in <out>.checkpoint.pt as it "
+            "finishes, and the same command after a stop runs only what is missing"),
     Command("tsc maps", MapsConfig, run_maps, "pooling weights and self-attention of a trained "
             "model for chosen series (figures)", inputs=inputs),
     Command("tsc encodings", EncodingsConfig, run_encodings, "heatmap of the sinusoidal "
