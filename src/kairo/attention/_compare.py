@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -221,7 +222,7 @@ def run_grid(jobs: list[dict], workers: int = 0, progress_bar=None, run=None, *,
     return pd.DataFrame([done[k] for k in keys])
 
 
-_JOURNAL_FORMAT = "kairo run_grid journal 1"
+_JOURNAL = "kairo-run-journal"
 
 
 def _job_key(fn, job: dict) -> str:
@@ -232,37 +233,33 @@ def _job_key(fn, job: dict) -> str:
 
 
 def _read_journal(path) -> dict:
-    """The rows a :func:`run_grid` journal holds, by job key ({} when there is no file);
-    DataError naming the file when it is not one."""
-    import pickle
-    from pathlib import Path
+    """The rows a :func:`run_grid` journal holds, by job key ({} when there is no file); the
+    checkpoint loader's errors name the file. Arrays were stored as tensors (a checkpoint
+    never runs code on load) and come back as arrays."""
+    import torch
 
-    path = Path(path)
-    if not path.is_file():
+    from kairo._checkpoint import load_checkpoint
+
+    if not Path(path).is_file():
         return {}
-    try:
-        with path.open("rb") as f:
-            data = pickle.load(f)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError) as exc:
-        raise DataError(f"{path}: not a journal of finished runs ({exc}); delete it to start "
-                        f"the runs over") from None
-    if not isinstance(data, dict) or data.get("format") != _JOURNAL_FORMAT:
-        raise DataError(f"{path}: not a journal of finished runs (expected "
-                        f"{_JOURNAL_FORMAT!r}); delete it to start the runs over")
-    return dict(data["rows"])
+    state = load_checkpoint(path, kind=_JOURNAL, what="journal of finished runs")
+    return {k: {c: v.numpy() if isinstance(v, torch.Tensor) else v for c, v in row.items()}
+            for k, row in state["rows"].items()}
 
 
 def _write_journal(path, rows: dict) -> None:
     """Replace the journal atomically: a stop mid-write leaves the previous one."""
-    import os
-    import pickle
-    from pathlib import Path
+    import torch
 
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("wb") as f:
-        pickle.dump({"format": _JOURNAL_FORMAT, "rows": rows}, f)
-    os.replace(tmp, path)
+    from kairo._checkpoint import save_checkpoint
+
+    def plain(v):
+        if isinstance(v, np.ndarray):
+            return torch.from_numpy(np.ascontiguousarray(v))
+        return v.item() if isinstance(v, np.generic) else v
+
+    save_checkpoint(path, {"rows": {k: {c: plain(v) for c, v in row.items()}
+                                    for k, row in rows.items()}}, kind=_JOURNAL)
 
 
 # ---------------------------------------------------------------------------- statistics
@@ -469,8 +466,6 @@ def _check_reused_settings(cfg) -> dict | None:
     otherwise the table would credit them to a configuration they were not trained with.
     The settings come from the config.yaml kairo writes next to every runs table; returns
     them (None without one)."""
-    from pathlib import Path
-
     from kairo._config import load_config_file
 
     path = Path(cfg.reuse).with_name("config.yaml")
@@ -542,8 +537,6 @@ def read_reference(path) -> pd.DataFrame:
     seed). ConfigError naming the file when it is missing, unreadable, lacks a column, or
     lists a dataset's seed twice (a table of several configurations). Rows without a test
     accuracy are left out."""
-    from pathlib import Path
-
     from kairo._errors import ConfigError
 
     p = Path(path)
