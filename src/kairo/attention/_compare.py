@@ -126,9 +126,10 @@ def _jobs(cfg, combos, datasets=None, *, folds: int = 0, seeds: int = 0, ensembl
           **train_overrides) -> list[dict]:
     """One job per dataset × candidate × seed (× fold when ``folds``); ``combos`` is a list of
     candidates, (encoder, pool), (encoder, pool, time_warp) or (encoder, pool, time_warp,
-    mixup), or a dict dataset → list of them. ``seeds`` (default ``cfg.seeds``) counts from ``cfg.seed``. With ``ensemble`` N > 1
-    each seed is an ensemble of N members, seeds s … s+N−1 from s = seed + i·N for the i-th
-    (the members ``kairo tsc train --ensemble N --seed s`` trains), one job per member."""
+    mixup), or a dict dataset → list of them. ``seeds`` (default ``cfg.seeds``) counts from
+    ``cfg.seed``. With ``ensemble`` N > 1 each seed is an ensemble of N members, seeds
+    s … s+N−1 from s = seed + i·N for the i-th (the members ``kairo tsc train --ensemble N
+    --seed s`` trains), one job per member."""
     jobs = []
     for ds in datasets or canonical_datasets(cfg.datasets):
         for enc, pool, *aug in (combos[ds] if isinstance(combos, dict) else combos):
@@ -177,7 +178,8 @@ def ensemble_runs(members: pd.DataFrame, mnist1d_length: int = 40) -> pd.DataFra
         y = labels_as(test, train.classes)      # a member's classes are its training split's
         proba = np.mean(np.stack(part.proba.to_list()), axis=0)
         rep = classification_report(y, proba.argmax(1), list(train.classes))
-        rows.append({**dict(zip(keys, what)), "seed": int(first), "members": " ".join(map(str, part.seed)),
+        rows.append({**dict(zip(keys, what)), "seed": int(first),
+                     "members": " ".join(map(str, part.seed)),
                      "test_accuracy": rep["accuracy"], "test_macro_f1": rep["f1_macro"],
                      "val_accuracy": float("nan"),
                      "member_accuracies": " ".join(f"{a:.6f}" for a in part.test_accuracy),
@@ -744,7 +746,8 @@ def run_benchmark(cfg: BenchmarkConfig, rd, progress_bar=None) -> str:
     # the peers first: they take seconds to minutes where kairo takes hours, and a peer
     # failing after those hours would take the whole results folder with it
     peers = (run_grid(peer_jobs, cfg.workers, progress_bar, _one_peer, executor=cfg.executor,
-                      journal=rd.checkpoint) if peer_jobs else pd.DataFrame(columns=list(PER_SEED_COLUMNS)))
+                      journal=rd.checkpoint)
+             if peer_jobs else pd.DataFrame(columns=list(PER_SEED_COLUMNS)))
     table, df, summary, cv, how = _select(cfg, cands, datasets, rd, progress_bar, reused)
     if cfg.refit:
         # the chosen configuration is trained again on the whole training split for the full

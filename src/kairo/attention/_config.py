@@ -510,8 +510,8 @@ class CompareConfig(GridOptions, TrainOptions, ModelOptions):
 @dataclass(frozen=True)
 class BenchmarkConfig(CompareConfig):
     """``kairo tsc benchmark``: the best configuration per dataset (encoder × pooling head ×
-    time-warp × mixup candidate, chosen on a validation hold-out or by k-fold cross-validation of the
-    training split), refit on the whole training split, against published results."""
+    time-warp × mixup candidate, chosen on a validation hold-out or by k-fold cross-validation
+    of the training split), refit on the whole training split, against published results."""
 
     datasets: tuple[str, ...] = option(UNIVARIATE, "comma-separated dataset names (kairo tsc "
                                        "list)")
