@@ -62,16 +62,6 @@ def test_cv_summary_pools_folds_and_averages_repeats():
     assert list(s.cv_accuracy) == pytest.approx([0.5, 0.925, 0.5, 0.925])
 
 
-def test_cv_summary_tells_mixup_candidates_apart():
-    rows = [{"dataset": "d", "encoder": "transformer", "pool": "mean", "time_warp": 0.0,
-             "mixup": m, "seed": 0, "fold": f, "cv_hits": h, "cv_n": 10}
-            for m, h in ((0.0, 7), (0.2, 9)) for f in (0, 1)]
-    s = cv_summary(pd.DataFrame(rows), [("transformer", "mean", 0.0, 0.2),
-                                        ("transformer", "mean", 0.0, 0.0)], ["d"])
-    assert list(s.mixup) == [0.2, 0.0]                  # the configured order, not the table's
-    assert list(s.cv_accuracy) == pytest.approx([0.9, 0.7])
-
-
 def test_a_fold_job_trains_on_the_other_folds_only():
     """A fold job equals fitting the fold's training part by hand and scoring its held-out
     part; the test split is not scored."""
@@ -87,7 +77,6 @@ def test_a_fold_job_trains_on_the_other_folds_only():
     pred = _train.evaluate(res["model"], train.subset(out_idx))["pred"]
     assert row["cv_hits"] == int((pred == train.y[out_idx]).sum())
     assert row["cv_n"] == len(out_idx) and row["fold"] == 2 and row["time_warp"] == 0.2
-    assert row["mixup"] == 0.0
     assert "test_accuracy" not in row
 
 
@@ -137,52 +126,6 @@ def test_benchmark_select_cv_chooses_refits_and_reuses(tmp_path, capsys):
     assert "lr: 0.001 there, 0.01 here" in capsys.readouterr().err
 
 
-def test_benchmark_chooses_mixup_by_cv(tmp_path):
-    """--mixups is a candidate dimension like --time-warps: every candidate's folds cover the
-    training split, the best CV accuracy (the first listed on a tie) is refit with its mixup,
-    and its ensembles' members all have it."""
-    out = tmp_path / "cv"
-    assert main(["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--encoders", "resnet",
-                 "--pools", "mean", "--mixups", "0,0.4", "--select", "cv", "--folds", "2",
-                 "--seeds", "1", "--ensemble", "2", *TINY, "--out", str(out)]) == 0
-    cv = pd.read_csv(out / "cv_runs.csv")
-    assert (cv.groupby("mixup").cv_n.sum() == 67).all() and set(cv.mixup) == {0.0, 0.4}
-    sel = pd.read_csv(out / "selection.csv")
-    assert list(sel.mixup) == [0.0, 0.4]
-    best = sel.mixup[sel.cv_accuracy.idxmax()]           # idxmax: the first of equal maxima
-    assert pd.read_csv(out / "benchmark.csv").iloc[0].mixup == best
-    assert set(pd.read_csv(out / "member_runs.csv").mixup) == {best}
-    assert set(pd.read_csv(out / "refit_runs.csv").mixup) == {best}
-
-
-def test_reused_tables_without_a_mixup_column_take_their_config_s(tmp_path, capsys):
-    """A cv_runs.csv written before mixup was a candidate column: its runs had the mixup
-    recorded in the config.yaml beside it, so only that candidate can reuse them."""
-    import yaml
-
-    from kairo._config import config_to_dict
-    from kairo.attention._config import BenchmarkConfig
-
-    rows = [{"dataset": "ItalyPowerDemand", "encoder": "resnet", "pool": "mean",
-             "time_warp": 0.0, "seed": 0, "fold": f, "cv_hits": 20, "cv_n": 33 + f}
-            for f in (0, 1)]
-    path = tmp_path / "cv_runs.csv"
-    pd.DataFrame(rows).to_csv(path, index=False)
-    # the config.yaml of a run with TINY's settings and --mixup 0.2
-    saved = BenchmarkConfig(datasets=("ItalyPowerDemand",), encoders=("resnet",),
-                            pools=("mean",), epochs=2, d_model=8, blocks=1, workers=1,
-                            peers=(), mixup=0.2)
-    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config_to_dict(saved)))
-    base = ["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--encoders", "resnet",
-            "--pools", "mean", "--select", "cv", "--reuse", str(path), "--seeds", "1", *TINY]
-    assert main([*base, "--out", str(tmp_path / "none")]) == 2
-    assert "no runs of the configured candidates (resnet + mean)" in capsys.readouterr().err
-    assert main([*base, "--mixups", "0,0.2", "--out", str(tmp_path / "o")]) == 0
-    sel = pd.read_csv(tmp_path / "o" / "selection.csv")
-    assert list(sel.mixup) == [0.2]                      # the only candidate it has runs of
-    assert pd.read_csv(tmp_path / "o" / "refit_runs.csv").mixup.tolist() == [0.2]
-
-
 def test_tie_goes_to_the_first_candidate(tmp_path):
     rows = [{"dataset": "ItalyPowerDemand", "encoder": "resnet", "pool": "mean",
              "time_warp": w, "seed": 0, "fold": f, "cv_hits": 20, "cv_n": 33 + f}
@@ -229,8 +172,6 @@ def test_reuse_without_the_configured_candidates_is_refused(tmp_path, capsys):
     (["--cv-repeats", "0"], "cv_repeats must be ≥ 1, got 0"),
     (["--time-warps", "0,-0.1"], "time_warps must be ≥ 0.0, got -0.1"),
     (["--time-warps", "0.2,0.2"], "lists a candidate twice"),
-    (["--mixups", "0,-0.2"], "mixups must be ≥ 0.0, got -0.2"),
-    (["--mixups", "0.2,0.2"], "mixups lists a candidate twice"),
     (["--select", "cv", "--no-refit"], "select cv needs refit"),
     (["--select", "cv", "--datasets", "ArrowHead", "--time-warps", "0,0.2", "--folds", "13"],
      "dataset ArrowHead: folds: 13-fold cross-validation needs at least 13 training series of "

@@ -52,7 +52,7 @@ def test_a_broken_journal_is_named(tmp_path):
 
 
 TINY = ["--datasets", "ItalyPowerDemand", "--encoders", "resnet", "--pools", "mean",
-        "--mixups", "0,0.2", "--select", "cv", "--folds", "2", "--seeds", "1", "--epochs", "2",
+        "--time-warps", "0,0.2", "--select", "cv", "--folds", "2", "--seeds", "1", "--epochs", "2",
         "--d-model", "8", "--blocks", "1", "--workers", "1", "--peers", ""]
 
 

@@ -666,7 +666,7 @@ COMMANDS = [
             "MiniRocket and MultiRocket-Hydra on the same splits and published results",
             inputs=_grid_inputs,
             description="the best configuration per dataset (encoder × pooling head × "
-            "time-warp × mixup candidates, chosen on the training split: validation hold-out "
+            "time-warp candidates, chosen on the training split: validation hold-out "
             "or k-fold CV), refit on the whole training split, next to MiniRocket and "
             "MultiRocket-Hydra on the same splits and published results; each finished run "
             "(peer fit, selection run, fold, refit) is kept in <out>.checkpoint.pt as it "

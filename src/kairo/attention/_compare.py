@@ -89,7 +89,7 @@ def _one(job: dict) -> dict:
     hist = res["history"]
     best = next((h for h in hist if h["epoch"] == res["best_epoch"]), hist[-1])
     row = {"dataset": job["dataset"], "encoder": mcfg.encoder, "pool": mcfg.pool,
-           "time_warp": tcfg.time_warp, "mixup": tcfg.mixup, "seed": tcfg.seed}
+           "time_warp": tcfg.time_warp, "seed": tcfg.seed}
     if fold is None:
         rep = _train.evaluate(res["model"], test)
         row.update(test_accuracy=rep["accuracy"], test_macro_f1=rep["f1_macro"],
@@ -125,20 +125,19 @@ def cv_folds(y, folds: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
 def _jobs(cfg, combos, datasets=None, *, folds: int = 0, seeds: int = 0, ensemble: int = 1,
           **train_overrides) -> list[dict]:
     """One job per dataset × candidate × seed (× fold when ``folds``); ``combos`` is a list of
-    candidates, (encoder, pool), (encoder, pool, time_warp) or (encoder, pool, time_warp,
-    mixup), or a dict dataset → list of them. ``seeds`` (default ``cfg.seeds``) counts from
-    ``cfg.seed``. With ``ensemble`` N > 1 each seed is an ensemble of N members, seeds
-    s … s+N−1 from s = seed + i·N for the i-th (the members ``kairo tsc train --ensemble N
-    --seed s`` trains), one job per member."""
+    candidates, (encoder, pool) or (encoder, pool, time_warp), or a dict dataset → list of
+    them. ``seeds`` (default ``cfg.seeds``) counts from ``cfg.seed``. With ``ensemble`` N > 1
+    each seed is an ensemble of N members, seeds s … s+N−1 from s = seed + i·N for the i-th
+    (the members ``kairo tsc train --ensemble N --seed s`` trains), one job per member."""
     jobs = []
     for ds in datasets or canonical_datasets(cfg.datasets):
-        for enc, pool, *aug in (combos[ds] if isinstance(combos, dict) else combos):
-            augment = dict(zip(AUGMENTS, map(float, aug)))
+        for enc, pool, *tw in (combos[ds] if isinstance(combos, dict) else combos):
+            warp = {"time_warp": float(tw[0])} if tw else {}
             m = model_config(cfg, encoder=enc, pool=pool)
             for i in range(seeds or cfg.seeds):
                 first = cfg.seed + i * ensemble
                 for seed in range(first, first + ensemble):
-                    t = train_config(cfg, seed=seed, threads=1, **augment, **train_overrides)
+                    t = train_config(cfg, seed=seed, threads=1, **warp, **train_overrides)
                     for index in range(folds) if folds else [None]:
                         job = {"dataset": ds, "model": dataclasses.asdict(m),
                                "train": dataclasses.asdict(t), "threads": 1,
@@ -167,19 +166,18 @@ def ensemble_runs(members: pd.DataFrame, mnist1d_length: int = 40) -> pd.DataFra
                          "ensemble_seed and proba (the refit runs of kairo tsc benchmark "
                          "--ensemble N, before they are written to member_runs.csv)")
     rows = []
-    keys = ["dataset", *candidate_keys(members)]
-    groups = members.groupby(keys + ["ensemble_seed"], sort=False)
+    groups = members.groupby(["dataset", "encoder", "pool", "time_warp", "ensemble_seed"],
+                             sort=False)
     sizes = groups.size()
     if sizes.nunique() != 1:
         raise KairoError(f"ensemble_runs: ensembles of different sizes {sorted(set(sizes))}")
-    for (*what, first), part in groups:
-        ds = what[0]
+    for (ds, enc, pool, warp, first), part in groups:
         train, test = _data(ds, mnist1d_length)
         y = labels_as(test, train.classes)      # a member's classes are its training split's
         proba = np.mean(np.stack(part.proba.to_list()), axis=0)
         rep = classification_report(y, proba.argmax(1), list(train.classes))
-        rows.append({**dict(zip(keys, what)), "seed": int(first),
-                     "members": " ".join(map(str, part.seed)),
+        rows.append({"dataset": ds, "encoder": enc, "pool": pool, "time_warp": warp,
+                     "seed": int(first), "members": " ".join(map(str, part.seed)),
                      "test_accuracy": rep["accuracy"], "test_macro_f1": rep["f1_macro"],
                      "val_accuracy": float("nan"),
                      "member_accuracies": " ".join(f"{a:.6f}" for a in part.test_accuracy),
@@ -267,8 +265,8 @@ def _write_journal(path, rows: dict) -> None:
 # ---------------------------------------------------------------------------- statistics
 def summarize(df: pd.DataFrame) -> pd.DataFrame:
     """Mean ± sd of test (and validation) accuracy per dataset, encoder, pooling head (and
-    time-warp and mixup candidate, where the runs record them)."""
-    keys = ["dataset", *candidate_keys(df)]
+    time-warp candidate, where the runs record one)."""
+    keys = ["dataset", "encoder", "pool"] + (["time_warp"] if "time_warp" in df else [])
     g = df.groupby(keys, sort=False)
     out = g.agg(n=("test_accuracy", "size"), test_mean=("test_accuracy", "mean"),
                 test_sd=("test_accuracy", "std"), val_mean=("val_accuracy", "mean"),
@@ -376,45 +374,31 @@ def resnet_test(accuracies, dataset: str) -> float:
     return welch_p(acc, RESNET_FAWAZ2019_RUNS[dataset])
 
 
-# the augmentations a benchmark candidate may vary, in the order of its tuple's last fields
-AUGMENTS = ("time_warp", "mixup")
-
-
-def candidate_keys(df) -> list[str]:
-    """The columns that tell a table's candidates apart: encoder, pool and whichever of the
-    augmentations (time_warp, mixup) it records."""
-    return ["encoder", "pool", *(a for a in AUGMENTS if a in df)]
-
-
-def _candidates(cfg) -> list[tuple[str, str, float, float]]:
-    """The benchmark's candidates (encoder, pool, time warp, mixup) in order (ties in selection
-    go to the earlier one)."""
+def _candidates(cfg) -> list[tuple[str, str, float]]:
+    """The benchmark's candidates in order (ties in selection go to the earlier one)."""
     warps = cfg.time_warps or (cfg.time_warp,)
-    mixups = cfg.mixups or (cfg.mixup,)
-    return [(e, p, float(w), float(m)) for e in cfg.encoders for p in cfg.pools
-            for w in warps for m in mixups]
+    return [(e, p, float(w)) for e in cfg.encoders for p in cfg.pools for w in warps]
 
 
 def cv_summary(cv: pd.DataFrame, candidates=None, datasets=None) -> pd.DataFrame:
     """Cross-validated accuracy per dataset and candidate from fold rows (``cv_hits`` of
     ``cv_n`` held-out series): each repeat's accuracy over all its folds, then the mean (and
     sd) over repeats; ``cv_series`` counts every held-out prediction. With ``candidates``
-    ((encoder, pool, time warp[, mixup]) as the rows record them, in the configured order) and
-    ``datasets``, rows come in that order, so that a tie in selection goes to the candidate
-    listed first."""
-    keys = ["dataset", *candidate_keys(cv)]
+    ((encoder, pool, time warp) in the configured order) and ``datasets``, rows come in that
+    order, so that a tie in selection goes to the candidate listed first."""
+    keys = ["dataset", "encoder", "pool", "time_warp"]
     rep = cv.groupby(keys + ["seed"], sort=False)[["cv_hits", "cv_n"]].sum().reset_index()
     rep["acc"] = rep.cv_hits / rep.cv_n
     out = rep.groupby(keys, sort=False).agg(
         cv_accuracy=("acc", "mean"), cv_sd=("acc", "std"), repeats=("acc", "size"),
         cv_series=("cv_n", "sum")).reset_index()
     if candidates is not None:
-        rank = {(e, p, *map(float, aug)): i for i, (e, p, *aug) in enumerate(candidates)}
+        rank = {(e, p, float(w)): i for i, (e, p, w) in enumerate(candidates)}
         order = {ds: i for i, ds in enumerate(datasets if datasets is not None
                                                else out.dataset.unique())}
         out = out.assign(_d=out.dataset.map(order),
-                         _r=[rank[(e, p, *map(float, aug))] for e, p, *aug in
-                             out[keys[1:]].itertuples(index=False)])
+                         _r=[rank[(e, p, float(w))] for e, p, w in
+                             zip(out.encoder, out["pool"], out.time_warp)])
         out = out.sort_values(["_d", "_r"], kind="stable").drop(columns=["_d", "_r"])
         out = out.reset_index(drop=True)
     return out
@@ -435,12 +419,7 @@ def _read_reuse(cfg, datasets) -> pd.DataFrame:
     if not need <= set(df.columns):
         raise DataError(f"--reuse {cfg.reuse}: expected {what} with columns {sorted(need)}; "
                         f"it has {sorted(df.columns)}")
-    saved = _check_reused_settings(cfg)
-    if "mixup" not in df:
-        # tables from before mixup was a candidate column: their runs all had the mixup of
-        # the config.yaml beside them (0 before the option existed); without one, this run's
-        # settings are taken as theirs, as for every other setting
-        df["mixup"] = float(saved.get("mixup", 0.0) if saved is not None else cfg.mixup)
+    _check_reused_settings(cfg)
     # only summarised, and absent from tables written before they were recorded
     for col in ("test_macro_f1", "seconds", "fit_seconds", "n_params"):
         if cfg.select != "cv" and col not in df:
@@ -448,7 +427,7 @@ def _read_reuse(cfg, datasets) -> pd.DataFrame:
     # only the configured candidates compete (encoders × pools × time warps)
     cands = _candidates(cfg)
     df = df[df.dataset.isin(datasets) &
-            pd.MultiIndex.from_frame(df[["encoder", "pool", *AUGMENTS]]).isin(
+            pd.MultiIndex.from_frame(df[["encoder", "pool", "time_warp"]]).isin(
                 pd.MultiIndex.from_tuples(cands))]
     missing = sorted(set(datasets) - set(df.dataset))
     if missing:
@@ -458,23 +437,22 @@ def _read_reuse(cfg, datasets) -> pd.DataFrame:
     return df
 
 
-# settings that do not change what a run computes; the augmentations are candidate columns
-# of the table itself, checked when the candidates are matched
-_RUN_ONLY = {"threads", "device", "checkpoint_every", *AUGMENTS}
+# settings that do not change what a run computes; time_warp is a candidate column of the
+# table itself, checked when the candidates are matched
+_RUN_ONLY = {"threads", "device", "checkpoint_every", "time_warp"}
 
 
-def _check_reused_settings(cfg) -> dict | None:
+def _check_reused_settings(cfg) -> None:
     """The reused runs must have been trained with this run's model and training settings:
     otherwise the table would credit them to a configuration they were not trained with.
-    The settings come from the config.yaml kairo writes next to every runs table; returns
-    them (None without one)."""
+    The settings come from the config.yaml kairo writes next to every runs table."""
     from kairo._config import load_config_file
 
     path = Path(cfg.reuse).with_name("config.yaml")
     if not path.is_file():
         warnings.warn(f"--reuse {cfg.reuse}: no config.yaml next to it, so its runs' model and "
                       f"training settings cannot be checked against this run's", stacklevel=2)
-        return None
+        return
     saved = load_config_file(path)
     # --select cv reuses folds trained, like its refit, without a hold-out: the hold-out's
     # settings played no part there
@@ -513,12 +491,10 @@ def _check_reused_settings(cfg) -> dict | None:
                         f"this run's ({'; '.join(diff)}; from {path}); give the same options "
                         f"(--config {path} sets them all), or train the grid again without "
                         f"--reuse")
-    return saved
 
 
-def _describe_candidate(enc: str, pool: str, warp: float, mixup: float = 0.0) -> str:
-    return (f"{enc} + {pool}" + (f", time warp {warp:g}" if warp else "")
-            + (f", mixup {mixup:g}" if mixup else ""))
+def _describe_candidate(enc: str, pool: str, warp: float) -> str:
+    return f"{enc} + {pool}" + (f", time warp {warp:g}" if warp else "")
 
 
 # ---------------------------------------------------------------------------- reference runs
@@ -674,16 +650,15 @@ def _check_selection(cfg, cands, datasets) -> pd.DataFrame | None:
 
 def _select(cfg, cands, datasets, rd, progress_bar, reused=None):
     """The configuration of each dataset, chosen on the training split only: (table indexed
-    by dataset with encoder, pool, time_warp, mixup and what the choice saw; the runs it was
-    chosen from, or None; the per-candidate summary, or None; whether by CV; how, for the
-    summary).
+    by dataset with encoder, pool, time_warp and what the choice saw; the runs it was chosen
+    from, or None; the per-candidate summary, or None; whether by CV; how, for the summary).
     ``reused``: the runs of --reuse (see _check_selection)."""
     if len(cands) == 1 and cfg.refit and not cfg.reuse:
         # nothing to choose: no selection runs, the refit runs are the only ones trained
-        enc, pool, warp, mixup = cands[0]
+        enc, pool, warp = cands[0]
         table = pd.DataFrame({"dataset": list(datasets), "encoder": enc, "pool": pool,
-                              "time_warp": warp, "mixup": mixup, "val_mean": np.nan,
-                              "kairo": np.nan, "kairo_sd": np.nan, "n": 0}).set_index("dataset")
+                              "time_warp": warp, "val_mean": np.nan, "kairo": np.nan,
+                              "kairo_sd": np.nan, "n": 0}).set_index("dataset")
         rd.resolve("selection", "none (one candidate)")
         return table, None, None, False, " (the only candidate: no selection runs)"
     if cfg.reuse:
@@ -698,7 +673,7 @@ def _select(cfg, cands, datasets, rd, progress_bar, reused=None):
         df = run_grid(_jobs(cfg, cands, datasets), cfg.workers, progress_bar,
                       executor=cfg.executor, journal=rd.checkpoint)
     cv = "cv_hits" in df
-    keys = ["encoder", "pool", *AUGMENTS]
+    keys = ["encoder", "pool", "time_warp"]
     if cv:
         # candidates in the configured order, so a tie goes to the one listed first
         summary = cv_summary(df, cands, datasets)
@@ -753,8 +728,7 @@ def run_benchmark(cfg: BenchmarkConfig, rd, progress_bar=None) -> str:
         # the chosen configuration is trained again on the whole training split for the full
         # epochs (no hold-out, weights of the lowest training loss): a few held-out series are
         # a noisy early-stopping signal on small sets and cost the model a fifth of its data
-        chosen = {ds: [(r.encoder, r["pool"], r.time_warp, r.mixup)]
-                  for ds, r in table.iterrows()}
+        chosen = {ds: [(r.encoder, r["pool"], r.time_warp)] for ds, r in table.iterrows()}
         runs = run_grid(_jobs(cfg, chosen, list(chosen), ensemble=cfg.ensemble,
                               val_fraction=0.0), cfg.workers, progress_bar,
                         executor=cfg.executor, journal=rd.checkpoint)
@@ -766,8 +740,7 @@ def run_benchmark(cfg: BenchmarkConfig, rd, progress_bar=None) -> str:
             table["selection_test"] = table["kairo"]
     else:
         runs = pd.concat([df[(df.dataset == ds) & (df.encoder == r.encoder) &
-                             (df["pool"] == r["pool"]) & (df.time_warp == r.time_warp) &
-                             (df.mixup == r.mixup)]
+                             (df["pool"] == r["pool"]) & (df.time_warp == r.time_warp)]
                           for ds, r in table.iterrows()])
     g = runs.groupby("dataset", sort=False)
     table["kairo"], table["kairo_sd"], table["n"] = (g.test_accuracy.mean(),
@@ -812,7 +785,7 @@ def run_benchmark(cfg: BenchmarkConfig, rd, progress_bar=None) -> str:
         w = max([18] + [len(d) for d in table.index])     # PickupGestureWiimoteZ is 21
         lines.append("cross-validated accuracy of each candidate (training split only):")
         for r in summary.itertuples():
-            what = _describe_candidate(r.encoder, r.pool, r.time_warp, r.mixup)
+            what = _describe_candidate(r.encoder, r.pool, r.time_warp)
             lines.append(f"  {r.dataset:{w}s} {what:32s} {r.cv_accuracy:.3f} "
                          f"({r.cv_series} held-out predictions)")
     lines += notes
@@ -873,7 +846,7 @@ def benchmark_markdown(table: pd.DataFrame, *, reference: bool = False) -> str:
 def _notes(cfg, table, peers, reference, cv) -> list[str]:
     """What the table's columns are, and what a reader could not tell from them."""
     notes = []
-    configs = {ds: _describe_candidate(r.encoder, r["pool"], r.time_warp, r.mixup)
+    configs = {ds: _describe_candidate(r.encoder, r["pool"], r.time_warp)
                for ds, r in table.iterrows()}
     if len(set(configs.values())) == 1:
         notes.append(f"kairo: {next(iter(configs.values()))}")

@@ -510,8 +510,8 @@ class CompareConfig(GridOptions, TrainOptions, ModelOptions):
 @dataclass(frozen=True)
 class BenchmarkConfig(CompareConfig):
     """``kairo tsc benchmark``: the best configuration per dataset (encoder × pooling head ×
-    time-warp × mixup candidate, chosen on a validation hold-out or by k-fold cross-validation
-    of the training split), refit on the whole training split, against published results."""
+    time-warp candidate, chosen on a validation hold-out or by k-fold cross-validation of the
+    training split), refit on the whole training split, against published results."""
 
     datasets: tuple[str, ...] = option(UNIVARIATE, "comma-separated dataset names (kairo tsc "
                                        "list)")
@@ -533,9 +533,6 @@ class BenchmarkConfig(CompareConfig):
     time_warps: tuple[float, ...] = option((), "comma-separated time-warp candidates to "
                                            "choose from (e.g. 0,0.2); empty = just "
                                            "--time-warp", low=0.0, high=10.0)
-    mixups: tuple[float, ...] = option((), "comma-separated mixup candidates to choose from "
-                                       "(e.g. 0,0.2); empty = just --mixup", low=0.0,
-                                       high=10.0)
     peers: tuple[str, ...] = option(PEERS, "comma-separated aeon classifiers fitted on the "
                                     "same splits and seeds, one thread each, for accuracy and "
                                     "fit time: minirocket, multirocket-hydra; empty (--peers "
@@ -553,8 +550,6 @@ class BenchmarkConfig(CompareConfig):
         super().__post_init__()
         if len(set(self.time_warps)) != len(self.time_warps):
             raise ConfigError(f"time_warps lists a candidate twice: {self.time_warps}")
-        if len(set(self.mixups)) != len(self.mixups):
-            raise ConfigError(f"mixups lists a candidate twice: {self.mixups}")
         if len(set(self.peers)) != len(self.peers):
             raise ConfigError(f"peers lists a classifier twice: {', '.join(self.peers)}")
         if self.ensemble > 1 and not self.refit:
