@@ -226,10 +226,14 @@ _JOURNAL = "kairo-run-journal"
 
 
 def _job_key(fn, job: dict) -> str:
+    """What a journal row answers: kairo's version, the function and the whole job (JSON; a
+    job that is not plain JSON is refused rather than keyed loosely)."""
     import json
 
-    return json.dumps([f"{fn.__module__}.{fn.__qualname__}", job], sort_keys=True,
-                      default=repr)
+    from kairo import __version__
+
+    return json.dumps([__version__, f"{fn.__module__}.{fn.__qualname__}", job],
+                      sort_keys=True)
 
 
 def _read_journal(path) -> dict:
