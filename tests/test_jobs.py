@@ -4,6 +4,12 @@ called once per job, in this process, with the job's index."""
 from __future__ import annotations
 
 import operator
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -34,3 +40,57 @@ def test_bad_executor_and_workers_are_refused():
         map_jobs(operator.neg, [1], executor="threads")
     with pytest.raises(ConfigError, match="workers must be ≥ 0"):
         map_jobs(operator.neg, [1], workers=-1)
+
+
+def _state(pid: int) -> str | None:
+    """The process's state letter from /proc (None: gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[0]
+
+
+def _workers_of(pid: int) -> list[int]:
+    """Spawned multiprocessing workers whose parent is ``pid``."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            ppid = int(d.joinpath("stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmd = d.joinpath("cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == pid and b"spawn_main" in cmd:
+            found.append(int(d.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_workers_end_when_their_driver_is_killed():
+    """A driver killed outright (SIGKILL, the OOM killer) cannot stop its workers: they must
+    notice and end instead of waiting for work forever."""
+    driver = subprocess.Popen([sys.executable, "-c",
+                               "import time\nfrom kairo._jobs import map_jobs\n"
+                               "map_jobs(time.sleep, [300, 300], workers=2, "
+                               "executor='processes', progress_bar=False)"])
+    workers: list[int] = []
+    try:
+        deadline = time.time() + 120
+        while len(workers) < 2 and time.time() < deadline and driver.poll() is None:
+            time.sleep(0.2)
+            workers = _workers_of(driver.pid)
+        assert len(workers) == 2, "the driver did not start two workers"
+        driver.kill()
+        driver.wait(30)
+        deadline = time.time() + 30
+        while time.time() < deadline and \
+                any(_state(w) not in (None, "Z", "X") for w in workers):
+            time.sleep(0.2)
+        assert all(_state(w) in (None, "Z", "X") for w in workers)
+    finally:
+        driver.kill()
+        for w in workers:
+            if _state(w) not in (None, "Z", "X"):
+                os.kill(w, signal.SIGKILL)

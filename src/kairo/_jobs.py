@@ -1,6 +1,7 @@
 """``map_jobs``: one function over many independent jobs, in local worker processes or on a
 Ray cluster, with one progress report, results in job order, and every worker stopped as soon
-as one job fails (or on Ctrl-C / SIGTERM) instead of waiting for the rest.
+as one job fails (or on Ctrl-C / SIGTERM) instead of waiting for the rest; a worker whose
+driver was killed outright ends by itself.
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterable
 
 from kairo._errors import ConfigError, KairoError
@@ -75,7 +77,8 @@ def _processes(fn, jobs: list, workers: int, done) -> list:
     from multiprocessing import get_context
 
     results: list = [None] * len(jobs)
-    pool = ProcessPoolExecutor(workers, mp_context=get_context("spawn"))
+    pool = ProcessPoolExecutor(workers, mp_context=get_context("spawn"),
+                               initializer=_exit_with_parent, initargs=(os.getpid(),))
     try:
         pending = {pool.submit(fn, job): i for i, job in enumerate(jobs)}
         while pending:
@@ -93,6 +96,17 @@ def _processes(fn, jobs: list, workers: int, done) -> list:
         raise
     pool.shutdown()
     return results
+
+
+def _exit_with_parent(parent: int, every: float = 1.0) -> None:
+    """Worker initializer: end this worker once ``parent`` is gone. A driver killed outright
+    (SIGKILL, the OOM killer) cannot stop its workers, and a spawned worker never sees its
+    queue close (it holds both ends of the pipe), so it would wait for work forever."""
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(every)
+        os._exit(1)
+    threading.Thread(target=watch, name="kairo-parent-watch", daemon=True).start()
 
 
 def _ray(fn, jobs: list, workers: int, done, address: str | None) -> list:
