@@ -3,13 +3,15 @@ channel's first difference as an extra input channel: [x, Δx], Δx_t = x_t − 
 zero where either step is padding. Scaled as the default scales its input (each series and
 channel z-normalised for one channel, per-channel standardisation for several), so Δx gets
 its own scale. Each seed is scored once on the test split; its test probabilities are kept,
-so ensembles of two (members 2k, 2k+1, as `--ensemble 2` pairs them) are scored from them.
-docs/notes/attention.md, "The first difference as a second channel".
+so ensembles are scored from them: of k members, consecutive seeds (0…k−1, k…2k−1, …; for
+k = 2 the pairs `--ensemble 2` makes). With `--no-diff` it trains the default itself (its
+members equal `tsc_attention/ensemble2/member_runs.csv`'s), which measures how far averaging
+more members goes. docs/notes/attention.md, "The first difference as a second channel".
 
 Usage::
 
     python benchmarks/studies/tsc_first_difference.py --datasets ItalyPowerDemand \\
-        --seeds 0-9 --out runs.csv [--no-diff] [--ensembles ensembles.csv]
+        --seeds 0-9 --out runs.csv [--no-diff] [--ensembles ensembles.csv --sizes 2,5]
 """
 
 from __future__ import annotations
@@ -46,9 +48,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", default="ItalyPowerDemand,GunPoint,ArrowHead")
     ap.add_argument("--seeds", default="0-4", help="e.g. 0-9 or 0,2,4")
-    ap.add_argument("--no-diff", action="store_true", help="the default's input (a check)")
+    ap.add_argument("--no-diff", action="store_true", help="the default's input (the baseline)")
     ap.add_argument("--out", type=Path, required=True, help="one row per run (CSV)")
-    ap.add_argument("--ensembles", type=Path, help="pairs (2k, 2k+1) of the runs (CSV)")
+    ap.add_argument("--ensembles", type=Path, help="ensembles of the runs (CSV)")
+    ap.add_argument("--sizes", default="2", help="members per ensemble, e.g. 2,3,5,10")
     args = ap.parse_args()
     rows, pairs = [], []
     for name in args.datasets.split(","):
@@ -68,10 +71,13 @@ def main() -> None:
                          "seconds": round(time.perf_counter() - t, 1),
                          "load_1min": round(os.getloadavg()[0], 2)})
             print(rows[-1], flush=True)
-        for s in sorted(probs):
-            if s % 2 == 0 and s + 1 in probs:
-                p = (probs[s] + probs[s + 1]) / 2
-                pairs.append({"dataset": name, "members": f"{s} {s + 1}",
+        seeds = sorted(probs)
+        for k in (int(v) for v in args.sizes.split(",")):
+            for i in range(0, len(seeds) - k + 1, k):
+                members = seeds[i:i + k]
+                p = sum(probs[s] for s in members) / k
+                pairs.append({"input": rows[-1]["input"], "dataset": name, "size": k,
+                              "members": " ".join(map(str, members)),
                               "test_accuracy": float((p.argmax(1) == test.y).mean())})
     pd.DataFrame(rows).to_csv(args.out, index=False)
     if args.ensembles:
