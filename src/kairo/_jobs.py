@@ -67,32 +67,40 @@ def map_jobs(fn: Callable, jobs: Iterable, *, workers: int = 0, executor: str = 
             return out
         if kind == "ray":
             return _ray(fn, jobs, n, done, address or os.environ.get("RAY_ADDRESS"))
-        return _processes(fn, jobs, n, done)
+        return _processes(fn, jobs, n, done, desc)
     finally:
         bar.close()
 
 
-def _processes(fn, jobs: list, workers: int, done) -> list:
+def _processes(fn, jobs: list, workers: int, done, desc: str = "jobs") -> list:
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
     from multiprocessing import get_context
 
     results: list = [None] * len(jobs)
+    n_done = 0
     pool = ProcessPoolExecutor(workers, mp_context=get_context("spawn"),
                                initializer=_exit_with_parent, initargs=(os.getpid(),))
     try:
         pending = {pool.submit(fn, job): i for i, job in enumerate(jobs)}
         while pending:
-            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in finished:
+            ready, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in ready:
                 i = pending.pop(fut)
                 results[i] = fut.result()
+                n_done += 1
                 done(i, results[i])
-    except BaseException:
+    except BaseException as exc:
         # stop running jobs now (each may take minutes); the executor has no public call for
         # this, so its worker table is used
         for proc in list((getattr(pool, "_processes", None) or {}).values()):
             proc.terminate()
         pool.shutdown(wait=False, cancel_futures=True)
+        if isinstance(exc, BrokenProcessPool):
+            raise KairoError(
+                f"a worker process died while running {desc} ({n_done} of {len(jobs)} "
+                f"finished): it was killed, most often by the kernel's out-of-memory killer; "
+                f"run fewer at once (--workers) or give each less to do") from exc
         raise
     pool.shutdown()
     return results
