@@ -98,7 +98,7 @@ def test_workers_end_when_their_driver_is_killed():
 
 def test_a_worker_killed_midway_is_named_not_a_broken_pool():
     # what the out-of-memory killer does to a worker; the driver must say so in one sentence
-    with pytest.raises(KairoError, match=r"a worker process died while running trials "
-                                         r"\(0 of 2 finished\).*out-of-memory.*--workers"):
+    with pytest.raises(KairoError, match=r"a worker process died \(trials: 0 of 2 "
+                                         r"finished\).*out-of-memory.*--workers"):
         map_jobs(signal.raise_signal, [signal.SIGKILL, signal.SIGKILL], workers=2,
                  executor="processes", desc="trials", progress_bar=False)

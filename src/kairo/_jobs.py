@@ -98,9 +98,9 @@ def _processes(fn, jobs: list, workers: int, done, desc: str = "jobs") -> list:
         pool.shutdown(wait=False, cancel_futures=True)
         if isinstance(exc, BrokenProcessPool):
             raise KairoError(
-                f"a worker process died while running {desc} ({n_done} of {len(jobs)} "
-                f"finished): it was killed, most often by the kernel's out-of-memory killer; "
-                f"run fewer at once (--workers) or give each less to do") from exc
+                f"a worker process died ({desc}: {n_done} of {len(jobs)} finished): it was "
+                f"killed, most often by the kernel's out-of-memory killer; run fewer at once "
+                f"(--workers) or give each less to do") from exc
         raise
     pool.shutdown()
     return results
