@@ -1,5 +1,6 @@
-"""``kairo._jobs.map_jobs``: results in job order from every executor, and ``on_result``
-called once per job, in this process, with the job's index."""
+"""``kairo._jobs.map_jobs``: results in job order from every executor, ``on_result`` called
+once per job, in this process, with the job's index; workers that outlive a killed driver end,
+and a worker killed midway is a one-sentence error."""
 
 from __future__ import annotations
 

@@ -11,7 +11,8 @@ __all__ = ["KairoError", "DataError", "ChecksumError", "DataNotFoundError", "Con
 
 
 class KairoError(ValueError):
-    """Base class of kairo's input errors (the CLI prints these without a traceback)."""
+    """Base class of the errors a user fixes: bad input, or a limit of the machine such as a
+    worker process killed for memory (the CLI prints these without a traceback)."""
 
 
 class DataError(KairoError):
