@@ -103,3 +103,13 @@ def test_a_worker_killed_midway_is_named_not_a_broken_pool():
                                          r"finished\).*out-of-memory.*--workers"):
         map_jobs(signal.raise_signal, [signal.SIGKILL, signal.SIGKILL], workers=2,
                  executor="processes", desc="trials", progress_bar=False)
+
+
+@pytest.mark.slow
+def test_a_ray_worker_killed_midway_is_named_too(monkeypatch):
+    pytest.importorskip("ray", reason="Ray is the [ray] extra (CI installs it)")
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    with pytest.raises(KairoError, match=r"a worker process died \(trials: 0 of 1 finished\)"):
+        # Ray wraps only Python functions; a lambda travels by value (cloudpickle)
+        map_jobs(lambda sig: os.kill(os.getpid(), sig), [signal.SIGKILL], workers=1,
+                 executor="ray", desc="trials", progress_bar=False)

@@ -66,7 +66,7 @@ def map_jobs(fn: Callable, jobs: Iterable, *, workers: int = 0, executor: str = 
                 done(i, out[-1])
             return out
         if kind == "ray":
-            return _ray(fn, jobs, n, done, address or os.environ.get("RAY_ADDRESS"))
+            return _ray(fn, jobs, n, done, address or os.environ.get("RAY_ADDRESS"), desc)
         return _processes(fn, jobs, n, done, desc)
     finally:
         bar.close()
@@ -97,13 +97,16 @@ def _processes(fn, jobs: list, workers: int, done, desc: str = "jobs") -> list:
             proc.terminate()
         pool.shutdown(wait=False, cancel_futures=True)
         if isinstance(exc, BrokenProcessPool):
-            raise KairoError(
-                f"a worker process died ({desc}: {n_done} of {len(jobs)} finished): it was "
-                f"killed, most often by the kernel's out-of-memory killer; run fewer at once "
-                f"(--workers) or give each less to do") from exc
+            raise _worker_died(desc, n_done, len(jobs)) from exc
         raise
     pool.shutdown()
     return results
+
+
+def _worker_died(desc: str, n_done: int, n_jobs: int) -> KairoError:
+    return KairoError(f"a worker process died ({desc}: {n_done} of {n_jobs} finished): it was "
+                      f"killed, most often by the out-of-memory killer; run fewer at once "
+                      f"(--workers) or give each less to do")
 
 
 def _exit_with_parent(parent: int, every: float = 1.0) -> None:
@@ -117,7 +120,7 @@ def _exit_with_parent(parent: int, every: float = 1.0) -> None:
     threading.Thread(target=watch, name="kairo-parent-watch", daemon=True).start()
 
 
-def _ray(fn, jobs: list, workers: int, done, address: str | None) -> list:
+def _ray(fn, jobs: list, workers: int, done, address: str | None, desc: str = "jobs") -> list:
     try:
         import ray
     except ImportError as exc:
@@ -140,15 +143,21 @@ def _ray(fn, jobs: list, workers: int, done, address: str | None) -> list:
         index = {ref: i for i, ref in enumerate(refs)}
         results: list = [None] * len(jobs)
         pending = list(refs)
+        n_done = 0
         try:
             while pending:
                 ready, pending = ray.wait(pending, num_returns=1)
                 i = index[ready[0]]
                 results[i] = ray.get(ready[0])
+                n_done += 1
                 done(i, results[i])
-        except BaseException:
+        except BaseException as exc:
             for ref in pending:
                 ray.cancel(ref, force=True)
+            # a worker killed (the OOM killer, Ray's memory monitor) once Ray's retries are spent
+            if isinstance(exc, (ray.exceptions.WorkerCrashedError,
+                                ray.exceptions.OutOfMemoryError)):
+                raise _worker_died(desc, n_done, len(jobs)) from exc
             raise
         return results
     finally:
