@@ -4,6 +4,8 @@ results equal an uninterrupted run's."""
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -27,14 +29,17 @@ def _jobs(seeds, x=0):
             for s in seeds]
 
 
-def test_the_journal_keeps_rows_and_skips_the_jobs_it_holds(tmp_path):
+def test_the_journal_keeps_rows_and_skips_the_jobs_it_holds(tmp_path, caplog):
     journal = tmp_path / "out.checkpoint.pt"
     CALLS.clear()
     first = run_grid(_jobs([0, 1]), workers=1, run=_row, journal=journal)
     assert CALLS == [0, 1] and journal.is_file()
     CALLS.clear()
-    rows = run_grid(_jobs([3, 1, 0, 2]), workers=1, run=_row, journal=journal)
+    with caplog.at_level(logging.INFO, logger="kairo.progress"):
+        rows = run_grid(_jobs([3, 1, 0, 2]), workers=1, run=_row, journal=journal)
     assert CALLS == [3, 2]                               # 0 and 1 came from the journal
+    # said where the command line shows it without -v
+    assert "2 of 4 runs already done, 2 to run" in caplog.text
     assert list(rows.seed) == [3, 1, 0, 2]               # in job order
     assert np.array_equal(rows.proba[1], first.proba[1])  # arrays kept as they were
     # a job that differs in any setting is another job

@@ -20,7 +20,6 @@ from kairo.attention._config import (ENCODERS, HEAD_NORMS, UNIVARIATE, WEIGHT_IN
                                      BenchmarkConfig, CompareConfig, ModelConfig, TrainConfig,
                                      model_config, resolve_head, train_config)
 
-log = logging.getLogger(__name__)
 
 __all__ = ["CompareConfig", "BenchmarkConfig", "run_grid", "pooling_tests", "summarize",
            "cv_folds", "cv_summary", "comparison_figure", "run_compare", "run_benchmark",
@@ -209,8 +208,10 @@ def run_grid(jobs: list[dict], workers: int = 0, progress_bar=None, run=None, *,
     keys = [_job_key(fn, j) for j in jobs]
     todo = [i for i, k in enumerate(keys) if k not in done]
     if len(todo) < len(jobs):
-        log.info("%s: %d of %d runs already done, %d to run", journal, len(jobs) - len(todo),
-                 len(jobs), len(todo))
+        # on the progress logger: the command line shows it without -v, so a resumed run says so
+        logging.getLogger("kairo.progress").info(
+            "resuming from %s: %d of %d runs already done, %d to run", journal,
+            len(jobs) - len(todo), len(jobs), len(todo))
 
     def keep(i, row):
         done[keys[todo[i]]] = row
