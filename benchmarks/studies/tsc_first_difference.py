@@ -53,7 +53,7 @@ def main() -> None:
     ap.add_argument("--ensembles", type=Path, help="ensembles of the runs (CSV)")
     ap.add_argument("--sizes", default="2", help="members per ensemble, e.g. 2,3,5,10")
     args = ap.parse_args()
-    rows, pairs = [], []
+    rows, ensembles = [], []
     for name in args.datasets.split(","):
         train, test = load_dataset(name, "train"), load_dataset(name, "test")
         znorm = "series" if train.n_channels == 1 else "channel"
@@ -76,12 +76,12 @@ def main() -> None:
             for i in range(0, len(seeds) - k + 1, k):
                 members = seeds[i:i + k]
                 p = sum(probs[s] for s in members) / k
-                pairs.append({"input": rows[-1]["input"], "dataset": name, "size": k,
-                              "members": " ".join(map(str, members)),
-                              "test_accuracy": float((p.argmax(1) == test.y).mean())})
+                ensembles.append({"input": rows[-1]["input"], "dataset": name, "size": k,
+                                  "members": " ".join(map(str, members)),
+                                  "test_accuracy": float((p.argmax(1) == test.y).mean())})
     pd.DataFrame(rows).to_csv(args.out, index=False)
     if args.ensembles:
-        pd.DataFrame(pairs).to_csv(args.ensembles, index=False)
+        pd.DataFrame(ensembles).to_csv(args.ensembles, index=False)
 
 
 if __name__ == "__main__":

@@ -47,13 +47,17 @@ def map_jobs(fn: Callable, jobs: Iterable, *, workers: int = 0, executor: str = 
 
     ``fn`` must be a module-level function and ``jobs`` picklable (worker processes are
     spawned, not forked: MuJoCo's GL contexts, OpenMP and torch thread pools do not survive a
-    fork). A job's exception is raised here after the other workers are stopped.
+    fork). A job's exception is raised here after the other workers are stopped; a worker
+    killed midway (the out-of-memory killer) is a ``KairoError`` saying so.
     """
     jobs = list(jobs)
     kind, n = resolve_executor(executor, workers, len(jobs))
     bar = progress(total=len(jobs), desc=desc, enabled=progress_bar)
+    n_done = 0
 
     def done(i, result):
+        nonlocal n_done
+        n_done += 1
         if on_result is not None:
             on_result(i, result)
         bar.update(1)
@@ -66,19 +70,26 @@ def map_jobs(fn: Callable, jobs: Iterable, *, workers: int = 0, executor: str = 
                 done(i, out[-1])
             return out
         if kind == "ray":
-            return _ray(fn, jobs, n, done, address or os.environ.get("RAY_ADDRESS"), desc)
-        return _processes(fn, jobs, n, done, desc)
+            return _ray(fn, jobs, n, done, address or os.environ.get("RAY_ADDRESS"))
+        return _processes(fn, jobs, n, done)
+    except _WorkerLost as exc:
+        raise KairoError(f"a worker process died ({desc}: {n_done} of {len(jobs)} finished): "
+                         f"it was killed, most often by the out-of-memory killer; run fewer at "
+                         f"once (--workers) or give each less to do") from exc.__cause__
     finally:
         bar.close()
 
 
-def _processes(fn, jobs: list, workers: int, done, desc: str = "jobs") -> list:
+class _WorkerLost(Exception):
+    """A worker process died midway; its executor's own error is the cause."""
+
+
+def _processes(fn, jobs: list, workers: int, done) -> list:
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
     from multiprocessing import get_context
 
     results: list = [None] * len(jobs)
-    n_done = 0
     pool = ProcessPoolExecutor(workers, mp_context=get_context("spawn"),
                                initializer=_exit_with_parent, initargs=(os.getpid(),))
     try:
@@ -88,7 +99,6 @@ def _processes(fn, jobs: list, workers: int, done, desc: str = "jobs") -> list:
             for fut in ready:
                 i = pending.pop(fut)
                 results[i] = fut.result()
-                n_done += 1
                 done(i, results[i])
     except BaseException as exc:
         # stop running jobs now (each may take minutes); the executor has no public call for
@@ -97,16 +107,10 @@ def _processes(fn, jobs: list, workers: int, done, desc: str = "jobs") -> list:
             proc.terminate()
         pool.shutdown(wait=False, cancel_futures=True)
         if isinstance(exc, BrokenProcessPool):
-            raise _worker_died(desc, n_done, len(jobs)) from exc
+            raise _WorkerLost() from exc
         raise
     pool.shutdown()
     return results
-
-
-def _worker_died(desc: str, n_done: int, n_jobs: int) -> KairoError:
-    return KairoError(f"a worker process died ({desc}: {n_done} of {n_jobs} finished): it was "
-                      f"killed, most often by the out-of-memory killer; run fewer at once "
-                      f"(--workers) or give each less to do")
 
 
 def _exit_with_parent(parent: int, every: float = 1.0) -> None:
@@ -120,7 +124,7 @@ def _exit_with_parent(parent: int, every: float = 1.0) -> None:
     threading.Thread(target=watch, name="kairo-parent-watch", daemon=True).start()
 
 
-def _ray(fn, jobs: list, workers: int, done, address: str | None, desc: str = "jobs") -> list:
+def _ray(fn, jobs: list, workers: int, done, address: str | None) -> list:
     try:
         import ray
     except ImportError as exc:
@@ -143,13 +147,11 @@ def _ray(fn, jobs: list, workers: int, done, address: str | None, desc: str = "j
         index = {ref: i for i, ref in enumerate(refs)}
         results: list = [None] * len(jobs)
         pending = list(refs)
-        n_done = 0
         try:
             while pending:
                 ready, pending = ray.wait(pending, num_returns=1)
                 i = index[ready[0]]
                 results[i] = ray.get(ready[0])
-                n_done += 1
                 done(i, results[i])
         except BaseException as exc:
             for ref in pending:
@@ -157,7 +159,7 @@ def _ray(fn, jobs: list, workers: int, done, address: str | None, desc: str = "j
             # a worker killed (the OOM killer, Ray's memory monitor) once Ray's retries are spent
             if isinstance(exc, (ray.exceptions.WorkerCrashedError,
                                 ray.exceptions.OutOfMemoryError)):
-                raise _worker_died(desc, n_done, len(jobs)) from exc
+                raise _WorkerLost() from exc
             raise
         return results
     finally:
