@@ -45,8 +45,7 @@ def _same_weights(a: dict, b: dict) -> bool:
     ("seed", -1), ("znorm", "yes"), ("znorm", 1), ("label_smoothing", 1.0), ("max_grad_norm", -0.5),
     ("checkpoint_every", 0), ("threads", -2), ("device", "tpu"), ("epochs", True),
     ("plateau_patience", -1), ("plateau_factor", 1.0), ("plateau_factor", 0.0),
-    ("min_lr", -1e-4), ("bn_stats", "precise"), ("bn_stats", True), ("sam_rho", -0.1),
-    ("sam_rho", float("inf"))])
+    ("min_lr", -1e-4), ("bn_stats", "precise"), ("bn_stats", True)])
 def test_bad_train_config_names_the_field(field, value):
     with pytest.raises(ConfigError, match=f"^{field}"):
         TrainConfig(**{field: value})
@@ -731,59 +730,3 @@ def test_mixup_runs_are_reproducible_and_differ_from_plain_ones():
     assert not _same_weights(_weights(a), _weights(plain))
     with pytest.raises(ConfigError, match="mixup must be ≥ 0.0"):
         TrainConfig(mixup=-0.1)
-
-
-# ---------------------------------------------------------------------------- SAM
-class _Net(torch.nn.Module):
-    """Linear → batch norm → linear: small enough to compute a SAM step by hand."""
-
-    def __init__(self):
-        super().__init__()
-        self.a = torch.nn.Linear(6, 5)
-        self.bn = torch.nn.BatchNorm1d(5)
-        self.b = torch.nn.Linear(5, 2)
-
-    def forward(self, x, mask):
-        return self.b(torch.relu(self.bn(self.a(x[:, 0]))))
-
-
-def test_sam_step_is_the_gradient_at_the_perturbed_weights():
-    """One step of SGD (lr 0.1) under SAM moves w by −lr · ∇L(w + ρ g/‖g‖), g = ∇L(w), the
-    gradient taken at the moved weights, with the batch-norm running statistics those of the
-    first pass alone."""
-    torch.manual_seed(0)
-    x, y = torch.randn(8, 1, 6), torch.tensor([0, 1] * 4)
-    model, rho, lr = _Net(), 0.3, 0.1
-    ref = _Net()
-    ref.load_state_dict(model.state_dict())
-    ce = torch.nn.CrossEntropyLoss()
-
-    ref.train()
-    g = torch.autograd.grad(ce(ref(x, None), y), list(ref.parameters()))
-    stats = {k: v.clone() for k, v in ref.bn.named_buffers()}        # after one pass at w
-    norm = torch.sqrt(sum((gi ** 2).sum() for gi in g))
-    moved = _Net()
-    moved.load_state_dict(ref.state_dict())
-    with torch.no_grad():
-        for p, gi in zip(moved.parameters(), g):
-            p.add_(rho * gi / norm)
-    moved.train()
-    g_sharp = torch.autograd.grad(ce(moved(x, None), y), list(moved.parameters()))
-
-    opt = torch.optim.SGD(model.parameters(), lr=lr)
-    cfg = TrainConfig(batch=8, sam_rho=rho, max_grad_norm=0.0, schedule="plateau")
-    T._train_epoch(model, opt, None, ce, x, y, None, torch.arange(8), cfg)
-    for (name, p), p0, gs in zip(model.named_parameters(), ref.parameters(), g_sharp):
-        torch.testing.assert_close(p.detach(), p0.detach() - lr * gs, msg=name)
-        assert not torch.allclose(gs, g[[n for n, _ in ref.named_parameters()].index(name)])
-    for k, v in model.bn.named_buffers():
-        assert torch.equal(v, stats[k]), k
-
-
-def test_sam_runs_are_reproducible_and_differ_from_plain_ones():
-    data = _ragged_toy()
-    cfg = TrainConfig(epochs=2, batch=8, threads=1, sam_rho=0.05)
-    a, b = (fit(TINY, cfg, data, **QUIET)["model"] for _ in range(2))
-    assert _same_weights(_weights(a), _weights(b))
-    plain = fit(TINY, dataclasses.replace(cfg, sam_rho=0.0), data, **QUIET)["model"]
-    assert not _same_weights(_weights(a), _weights(plain))

@@ -169,10 +169,6 @@ class TrainOptions:
                                     "[0, 1)", low=0.0)
     max_grad_norm: float = option(1.0, "clip the gradient norm to this; 0 = no clipping",
                                   low=0.0)
-    sam_rho: float = option(0.0, "sharpness-aware minimization (Foret et al. 2021): each "
-                            "step takes the gradient at the weights moved by this radius "
-                            "along the batch's gradient (twice the compute per step); "
-                            "0 = plain AdamW", low=0.0, high=10.0)
     jitter: float = option(0.0, "augmentation: sd of Gaussian noise added to each training "
                            "batch (z units); 0 = off", low=0.0, high=10.0)
     scaling: float = option(0.0, "augmentation: sd of a per-series, per-channel amplitude "

@@ -141,26 +141,6 @@ def _cpu_state(model: nn.Module) -> dict:
 
 
 # ---------------------------------------------------------------------------- training
-def _bn_buffers(model: nn.Module) -> list[torch.Tensor]:
-    return [b for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)
-            for b in m.buffers()]
-
-
-def _sam_ascend(model: nn.Module, rho: float) -> list[tuple[nn.Parameter, torch.Tensor]]:
-    """Move every parameter with a gradient by rho · g / ‖g‖ (the whole model's gradient
-    norm); returns the moves so that they can be undone."""
-    params = [p for p in model.parameters() if p.grad is not None]
-    norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in params]))
-    scale = rho / (norm + 1e-12)
-    moves = []
-    with torch.no_grad():
-        for p in params:
-            e = p.grad * scale
-            p.add_(e)
-            moves.append((p, e))
-    return moves
-
-
 def _train_epoch(model, opt, sched, loss_fn, x, y, mask, order, cfg: TrainConfig) -> float:
     """One pass over the training series in ``order``; returns the mean training loss."""
     model.train()
@@ -177,36 +157,15 @@ def _train_epoch(model, opt, sched, loss_fn, x, y, mask, order, cfg: TrainConfig
             perm = torch.randperm(len(idx), device=xb.device)
             xb = lam * xb + (1 - lam) * xb[perm]
             mb = None if mb is None else mb | mb[perm]
-
-            def batch_loss(xb=xb, mb=mb, lam=lam, perm=perm, yb=y[idx]):
-                out = model(xb, mb)
-                return lam * loss_fn(out, yb) + (1 - lam) * loss_fn(out, yb[perm])
+            out = model(xb, mb)
+            loss = lam * loss_fn(out, y[idx]) + (1 - lam) * loss_fn(out, y[idx][perm])
         else:
-            def batch_loss(xb=xb, mb=mb, yb=y[idx]):
-                return loss_fn(model(xb, mb), yb)                               # scalar
-        loss = batch_loss()
+            loss = loss_fn(model(xb, mb), y[idx])                               # scalar
         if not torch.isfinite(loss):
             raise KairoError(f"training diverged (loss {loss.item()}); lower lr (now {cfg.lr}) "
                              f"or raise max_grad_norm clipping (now {cfg.max_grad_norm})")
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        if cfg.sam_rho > 0:
-            # the same batch again at the worst-case nearby weights; batch-norm running
-            # statistics keep the first pass's update (they describe w, not w + e)
-            kept = [b.clone() for b in _bn_buffers(model)]
-            moves = _sam_ascend(model, cfg.sam_rho)
-            opt.zero_grad(set_to_none=True)
-            sharp = batch_loss()
-            if not torch.isfinite(sharp):
-                raise KairoError(f"training diverged at the sharpness-aware step (loss "
-                                 f"{sharp.item()}); lower sam_rho (now {cfg.sam_rho}) or lr "
-                                 f"(now {cfg.lr})")
-            sharp.backward()
-            with torch.no_grad():
-                for p, step in moves:
-                    p.sub_(step)
-                for b, k in zip(_bn_buffers(model), kept):
-                    b.copy_(k)
         if cfg.max_grad_norm > 0:
             nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
         opt.step()
