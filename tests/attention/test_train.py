@@ -13,6 +13,7 @@ import torch
 import kairo.attention._train as T
 from kairo._config import build_config
 from kairo._errors import ConfigError, DataError, DataNotFoundError, KairoError
+from kairo.attention._config import resolve_sam
 from kairo.attention._data import from_arrays, load_dataset, stratified_split, znormalize
 from kairo.attention._model import ModelConfig, build_classifier
 from kairo.attention._train import (TrainConfig, evaluate, fit, load_classifier, predict,
@@ -45,7 +46,8 @@ def _same_weights(a: dict, b: dict) -> bool:
     ("seed", -1), ("znorm", "yes"), ("znorm", 1), ("label_smoothing", 1.0), ("max_grad_norm", -0.5),
     ("checkpoint_every", 0), ("threads", -2), ("device", "tpu"), ("epochs", True),
     ("plateau_patience", -1), ("plateau_factor", 1.0), ("plateau_factor", 0.0),
-    ("min_lr", -1e-4), ("bn_stats", "precise"), ("bn_stats", True)])
+    ("min_lr", -1e-4), ("bn_stats", "precise"), ("bn_stats", True), ("sam_rho", -0.1),
+    ("sam_rho", 0.0), ("sam_rho", float("inf")), ("sam", "yes"), ("sam", True)])
 def test_bad_train_config_names_the_field(field, value):
     with pytest.raises(ConfigError, match=f"^{field}"):
         TrainConfig(**{field: value})
@@ -730,3 +732,88 @@ def test_mixup_runs_are_reproducible_and_differ_from_plain_ones():
     assert not _same_weights(_weights(a), _weights(plain))
     with pytest.raises(ConfigError, match="mixup must be ≥ 0.0"):
         TrainConfig(mixup=-0.1)
+
+
+# ---------------------------------------------------------------------------- SAM
+class _Net(torch.nn.Module):
+    """Linear → batch norm → linear: small enough to compute a SAM step by hand."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(6, 5)
+        self.bn = torch.nn.BatchNorm1d(5)
+        self.b = torch.nn.Linear(5, 2)
+
+    def forward(self, x, mask):
+        return self.b(torch.relu(self.bn(self.a(x[:, 0]))))
+
+
+def test_sam_step_is_the_gradient_at_the_perturbed_weights():
+    """One step of SGD (lr 0.1) under SAM moves w by −lr · ∇L(w + ρ g/‖g‖), g = ∇L(w), the
+    gradient taken at the moved weights, with the batch-norm running statistics those of the
+    first pass alone."""
+    torch.manual_seed(0)
+    x, y = torch.randn(8, 1, 6), torch.tensor([0, 1] * 4)
+    model, rho, lr = _Net(), 0.3, 0.1
+    ref = _Net()
+    ref.load_state_dict(model.state_dict())
+    ce = torch.nn.CrossEntropyLoss()
+
+    ref.train()
+    g = torch.autograd.grad(ce(ref(x, None), y), list(ref.parameters()))
+    stats = {k: v.clone() for k, v in ref.bn.named_buffers()}        # after one pass at w
+    norm = torch.sqrt(sum((gi ** 2).sum() for gi in g))
+    moved = _Net()
+    moved.load_state_dict(ref.state_dict())
+    with torch.no_grad():
+        for p, gi in zip(moved.parameters(), g):
+            p.add_(rho * gi / norm)
+    moved.train()
+    g_sharp = torch.autograd.grad(ce(moved(x, None), y), list(moved.parameters()))
+
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    cfg = TrainConfig(batch=8, sam="on", sam_rho=rho, max_grad_norm=0.0, schedule="plateau")
+    T._train_epoch(model, opt, None, ce, x, y, None, torch.arange(8), cfg)
+    for (name, p), p0, gs in zip(model.named_parameters(), ref.parameters(), g_sharp):
+        torch.testing.assert_close(p.detach(), p0.detach() - lr * gs, msg=name)
+        assert not torch.allclose(gs, g[[n for n, _ in ref.named_parameters()].index(name)])
+    for k, v in model.bn.named_buffers():
+        assert torch.equal(v, stats[k]), k
+
+
+def test_sam_runs_are_reproducible_and_differ_from_plain_ones():
+    data = _ragged_toy()
+    cfg = TrainConfig(epochs=2, batch=8, threads=1, sam="on", sam_rho=0.05)
+    a, b = (fit(TINY, cfg, data, **QUIET)["model"] for _ in range(2))
+    assert _same_weights(_weights(a), _weights(b))
+    plain = fit(TINY, dataclasses.replace(cfg, sam="off"), data, **QUIET)["model"]
+    assert not _same_weights(_weights(a), _weights(plain))
+
+
+@pytest.mark.parametrize("sam, encoder, tokens, steps, on", [
+    ("auto", "transformer", "conv", 64, True), ("auto", "transformer", "conv", 65, False),
+    ("auto", "transformer", "conv", 1, True), ("auto", "transformer", "patch", 24, False),
+    ("auto", "transformer", "step", 24, False), ("auto", "resnet", "conv", 24, False),
+    ("on", "resnet", "conv", 1000, True), ("off", "transformer", "conv", 24, False)])
+def test_resolve_sam(sam, encoder, tokens, steps, on):
+    assert resolve_sam(sam, encoder, tokens, steps) is on
+
+
+def test_sam_auto_is_on_for_short_series_and_recorded():
+    """"auto" trains exactly as "on" on series of at most 64 steps (conv tokens) and as "off"
+    beyond; run meta and the saved train_config name what it chose."""
+    conv = ModelConfig(d_model=8, n_heads=2, blocks=1, stem_blocks=1)
+    cfg = TrainConfig(epochs=1, batch=8, threads=1)
+    short = _ragged_toy()                                        # at most 19 steps
+    rng = np.random.default_rng(1)
+    long_ = from_arrays(rng.normal(size=(16, 1, 70)) + np.arange(16)[:, None, None] % 2,
+                        np.arange(16) % 2, name="long")
+    for data, chosen in ((short, "on"), (long_, "off")):
+        auto = fit(conv, cfg, data, **QUIET)
+        assert auto["meta"]["sam"] == chosen
+        assert auto["meta"]["train_config"]["sam"] == chosen
+        pinned = fit(conv, dataclasses.replace(cfg, sam=chosen), data, **QUIET)["model"]
+        other = fit(conv, dataclasses.replace(cfg, sam="off" if chosen == "on" else "on"),
+                    data, **QUIET)["model"]
+        assert _same_weights(_weights(auto["model"]), _weights(pinned))
+        assert not _same_weights(_weights(auto["model"]), _weights(other))

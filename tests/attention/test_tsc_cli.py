@@ -155,6 +155,27 @@ def test_multivariate_train_saves_channel_scaling_that_evaluate_reuses(tmp_path)
     assert load_classifier(tmp_path / "raw" / "model.pt")[1]["znorm"] == "none"
 
 
+def test_sam_auto_is_recorded_as_what_it_chose(tmp_path):
+    """--sam auto stays "auto" in config.yaml; run.json and the model file say "on" for a
+    Transformer on 24-step series and "off" beyond 64 steps; --sam off pins it."""
+    import yaml
+
+    from kairo.attention import load_classifier
+
+    def sam_of(out):
+        assert yaml.safe_load((out / "config.yaml").read_text())["sam"] in ("auto", "off")
+        meta = load_classifier(out / "model.pt")[1]
+        assert meta["train_config"]["sam"] == meta["sam"]
+        return json.loads((out / "run.json").read_text())["resolved"]["sam"]
+
+    for dataset, extra, chosen in (("ItalyPowerDemand", [], "on"), ("GunPoint", [], "off"),
+                                   ("ItalyPowerDemand", ["--sam", "off"], "off")):
+        out = tmp_path / f"{dataset}{len(extra)}"
+        assert main(["tsc", "train", "--dataset", dataset, *FAST, "--epochs", "1", *extra,
+                     "--out", str(out)]) == 0
+        assert sam_of(out) == chosen
+
+
 def test_keras_style_resnet_from_the_cli(tmp_path):
     """--head-norm false --weight-init glorot reach the model file, and evaluate rebuilds it;
     with the defaults ("auto") config.yaml keeps "auto" and run.json records what it resolved
@@ -168,6 +189,7 @@ def test_keras_style_resnet_from_the_cli(tmp_path):
         assert isinstance(model.head[0], torch.nn.Identity)
         resolved = json.loads((out / "run.json").read_text())["resolved"]
         assert (resolved["head_norm"], resolved["weight_init"]) == (False, "glorot")
+        assert resolved["sam"] == "off"                   # the ResNet keeps plain AdamW
         return meta, yaml.safe_load((out / "config.yaml").read_text())
 
     out = tmp_path / "gp"
@@ -240,6 +262,8 @@ def test_compare_pooling_and_benchmark_reuse(tmp_path, capsys):
     assert set(tests["pool"]) == {"max", "attention"} and (tests.pairs == 2).all()
     assert (tests.wins + tests.ties + tests.losses == 2).all()
     assert (out / "pooling.png").is_file()
+    resolved = json.loads((out / "run.json").read_text())["resolved"]
+    assert resolved["sam"] == {"ItalyPowerDemand": {"resnet": "off"}}
     bench = tmp_path / "bench"
     # runs of other settings are not credited to this run's configuration
     assert main(["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--reuse",
@@ -756,6 +780,7 @@ def test_an_ensemble_trains_into_one_model_that_evaluate_and_predict_use(tmp_pat
     assert all(0 <= m["test_accuracy"] <= 1 for m in metrics["members"])
     run = json.loads((out / "run.json").read_text())
     assert run["config"]["ensemble"] == 2 and run["resolved"]["seeds"] == [0, 1]
+    assert run["resolved"]["sam"] == "off"
     summary = json.loads((out / "summary.json").read_text())
     assert summary["ensemble"] == 2 and summary["test_accuracy"] == metrics["accuracy"]
     hist = pd.read_csv(out / "history.csv")

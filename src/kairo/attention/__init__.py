@@ -14,7 +14,7 @@ _EXPORTS = {
     "_config": ("ModelConfig", "TrainConfig", "TscTrainConfig", "EvaluateConfig",
                 "PredictConfig", "MapsConfig", "EncodingsConfig", "CompareConfig",
                 "BenchmarkConfig", "ListConfig", "model_config", "train_config", "split_config",
-                "ENCODERS", "POOLS", "UNIVARIATE"),
+                "resolve_sam", "ENCODERS", "POOLS", "UNIVARIATE"),
     "_encodings": ("sinusoidal_table", "offset_rotation", "SinusoidalEncoding", "LearnedEncoding",
                    "RotaryEmbedding", "make_positional", "encoding_figure"),
     "_attention": ("attention_reference", "MultiHeadAttention", "KVCache", "TransformerBlock",

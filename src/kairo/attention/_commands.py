@@ -130,7 +130,7 @@ def run_train(cfg: TscTrainConfig, rd) -> str:
         return _run_ensemble(cfg, rd, model_cfg, train_cfg, train, test)
     res = _train.fit(model_cfg, train_cfg, train, checkpoint=rd.checkpoint)
     model = res["model"]
-    for key in ("znorm", "head_norm", "weight_init", "layout"):
+    for key in ("znorm", "sam", "head_norm", "weight_init", "layout"):
         if key in res["meta"]:
             rd.resolve(key if key != "layout" else "resnet_layout", res["meta"][key])
     meta = {"dataset": train.name if not cfg.train_file else cfg.train_file,   # canonical
@@ -175,7 +175,7 @@ def _run_ensemble(cfg: TscTrainConfig, rd, model_cfg, train_cfg, train, test) ->
         res = _train.fit_ensemble(model_cfg, train_cfg, train, n, workers=cfg.workers,
                                   executor=cfg.executor, checkpoint=rd.checkpoint)
         model, members = res["model"], res["members"]
-        for key in ("znorm", "head_norm", "weight_init", "layout"):
+        for key in ("znorm", "sam", "head_norm", "weight_init", "layout"):
             if key in model.fit_meta:
                 rd.resolve(key if key != "layout" else "resnet_layout", model.fit_meta[key])
         rd.resolve("seeds", res["seeds"])

@@ -18,7 +18,8 @@ from kairo._errors import ConfigError, DataError, KairoError
 from kairo._stats import sign_test_p, welch_p, wilcoxon_p
 from kairo.attention._config import (ENCODERS, HEAD_NORMS, UNIVARIATE, WEIGHT_INITS,
                                      BenchmarkConfig, CompareConfig, ModelConfig, TrainConfig,
-                                     model_config, resolve_head, train_config)
+                                     model_config, resolve_head, resolve_sam,
+                                     train_config)
 
 
 __all__ = ["CompareConfig", "BenchmarkConfig", "run_grid", "pooling_tests", "summarize",
@@ -329,20 +330,24 @@ def comparison_figure(summary: pd.DataFrame):
 
 
 # ---------------------------------------------------------------------------- commands
-def _record_resolved(cfg, rd) -> None:
-    """What the grid's "auto" values stand for, per encoder, in run.json."""
+def _record_resolved(cfg, rd, datasets) -> None:
+    """What the grid's "auto" values stand for, per encoder (and for ``sam``, per dataset),
+    in run.json."""
     from kairo.attention._encoders import resnet_layout
 
     for enc in cfg.encoders:
         rd.resolve(enc, resolve_head(enc, cfg.head_norm, cfg.weight_init))
     if "resnet" in cfg.encoders:
         rd.resolve("resnet_layout", resnet_layout("auto", "cpu"))
+    rd.resolve("sam", {ds: {enc: "on" if resolve_sam(cfg.sam, enc, cfg.tokens,
+                                                      _data(ds, cfg.mnist1d_length)[0].n_steps)
+                            else "off" for enc in cfg.encoders} for ds in datasets})
 
 
 def run_compare(cfg: CompareConfig, rd, progress_bar=None) -> str:
     combos = [(e, p) for e in cfg.encoders for p in cfg.pools]
     datasets = canonical_datasets(cfg.datasets)
-    _record_resolved(cfg, rd)
+    _record_resolved(cfg, rd, datasets)
     df = run_grid(_jobs(cfg, combos, datasets), cfg.workers, progress_bar,
                   executor=cfg.executor, journal=rd.checkpoint)
     summary, tests = summarize(df), pooling_tests(df)
@@ -722,7 +727,7 @@ def run_benchmark(cfg: BenchmarkConfig, rd, progress_bar=None) -> str:
     reused = _check_selection(cfg, cands, datasets)
     reference = read_reference(cfg.reference) if cfg.reference else None
     peer_jobs = _peer_jobs(cfg, datasets)
-    _record_resolved(cfg, rd)
+    _record_resolved(cfg, rd, datasets)
     # the peers first: they take seconds to minutes where kairo takes hours, and a peer
     # failing after those hours would take the whole results folder with it
     peers = (run_grid(peer_jobs, cfg.workers, progress_bar, _one_peer, executor=cfg.executor,

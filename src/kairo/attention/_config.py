@@ -24,9 +24,9 @@ from kairo._jobs import EXECUTORS
 __all__ = ["ModelConfig", "TrainConfig", "ModelOptions", "TrainOptions", "DataOptions",
            "GridOptions", "TscTrainConfig", "EvaluateConfig", "PredictConfig", "MapsConfig",
            "EncodingsConfig", "CompareConfig", "BenchmarkConfig", "ListConfig",
-           "model_config", "train_config", "split_config", "ENCODERS", "POOLS",
+           "model_config", "train_config", "split_config", "resolve_sam", "ENCODERS", "POOLS",
            "NORM_POSITIONS", "TOKENS", "POSITIONALS", "SCHEDULES", "DEVICES", "HEAD_NORMS",
-           "WEIGHT_INITS", "ZNORMS", "BN_STATS", "SELECTS", "SPLITS", "UNIVARIATE", "PEERS"]
+           "WEIGHT_INITS", "ZNORMS", "BN_STATS", "SAMS", "SELECTS", "SPLITS", "UNIVARIATE", "PEERS"]
 
 ENCODERS = ("resnet", "transformer")
 POOLS = ("mean", "max", "cls", "attention", "mha")
@@ -46,6 +46,7 @@ ZNORMS = ("auto", "series", "channel", "none")
 # (benchmarks/studies/resnet_bn_stats.py, docs/attention.md)
 BN_STATS = ("running", "recompute")
 SELECTS = ("holdout", "cv")
+SAMS = ("auto", "on", "off")
 # the classifiers a user would otherwise run, fitted beside kairo in `kairo tsc benchmark`
 # (aeon's convolution-based classifiers, kairo.attention._peers)
 PEERS = ("minirocket", "multirocket-hydra")
@@ -85,6 +86,22 @@ def resolve_stem(stem_blocks: int, max_len: int) -> int:
     if stem_blocks:
         return stem_blocks
     return STEM_AUTO[0] if max_len <= STEM_AUTO[1] else STEM_AUTO[2]
+
+
+# sam "auto": sharpness-aware steps where a series fits max_tokens one-step tokens (the
+# default's 64), so the stem's window mean never acts. There they lifted ItalyPowerDemand's
+# ensembles of two above the ResNet on fresh seeds and left JapaneseVowels and MNIST-1D level;
+# on longer series they lost ArrowHead (docs/notes/attention.md, "SAM for series of at most 64
+# steps"). The ResNet keeps plain AdamW, the protocol of its published figures.
+SAM_AUTO_STEPS = 64
+
+
+def resolve_sam(sam: str, encoder: str, tokens: str, max_len: int) -> bool:
+    """Whether training takes sharpness-aware steps: ``sam`` "on"/"off", or for "auto" on
+    for a Transformer on conv tokens whose series have at most ``SAM_AUTO_STEPS`` steps."""
+    if sam != "auto":
+        return sam == "on"
+    return encoder == "transformer" and tokens == "conv" and max_len <= SAM_AUTO_STEPS
 
 
 # ---------------------------------------------------------------------------- field groups
@@ -169,6 +186,13 @@ class TrainOptions:
                                     "[0, 1)", low=0.0)
     max_grad_norm: float = option(1.0, "clip the gradient norm to this; 0 = no clipping",
                                   low=0.0)
+    sam: str = option("auto", "sharpness-aware minimization (Foret et al. 2021): each step "
+                      "takes the gradient at the weights moved --sam-rho along the batch's "
+                      "gradient (twice the compute per step): on, off, or auto (on for a "
+                      f"Transformer on conv tokens whose series have at most {SAM_AUTO_STEPS} "
+                      "steps, off otherwise)", choices=SAMS)
+    sam_rho: float = option(0.2, "the radius of the sharpness-aware step (--sam on or auto)",
+                            above=0.0, high=10.0)
     jitter: float = option(0.0, "augmentation: sd of Gaussian noise added to each training "
                            "batch (z units); 0 = off", low=0.0, high=10.0)
     scaling: float = option(0.0, "augmentation: sd of a per-series, per-channel amplitude "

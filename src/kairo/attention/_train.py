@@ -26,7 +26,7 @@ from kairo._device import resolve_device
 from kairo._errors import ConfigError, DataError, KairoError
 from kairo.attention._attention import MultiHeadAttention
 from kairo.attention._augment import augment, check_mask, is_active
-from kairo.attention._config import SCHEDULES, TrainConfig
+from kairo.attention._config import SCHEDULES, TrainConfig, resolve_sam
 from kairo.attention._data import (TSData, _check_finite, _check_float32_range, channel_stats,
                                    standardize, stratified_split, znormalize)
 
@@ -141,6 +141,26 @@ def _cpu_state(model: nn.Module) -> dict:
 
 
 # ---------------------------------------------------------------------------- training
+def _bn_buffers(model: nn.Module) -> list[torch.Tensor]:
+    return [b for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)
+            for b in m.buffers()]
+
+
+def _sam_ascend(model: nn.Module, rho: float) -> list[tuple[nn.Parameter, torch.Tensor]]:
+    """Move every parameter with a gradient by rho · g / ‖g‖ (the whole model's gradient
+    norm); returns the moves so that they can be undone."""
+    params = [p for p in model.parameters() if p.grad is not None]
+    norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in params]))
+    scale = rho / (norm + 1e-12)
+    moves = []
+    with torch.no_grad():
+        for p in params:
+            e = p.grad * scale
+            p.add_(e)
+            moves.append((p, e))
+    return moves
+
+
 def _train_epoch(model, opt, sched, loss_fn, x, y, mask, order, cfg: TrainConfig) -> float:
     """One pass over the training series in ``order``; returns the mean training loss."""
     model.train()
@@ -157,15 +177,36 @@ def _train_epoch(model, opt, sched, loss_fn, x, y, mask, order, cfg: TrainConfig
             perm = torch.randperm(len(idx), device=xb.device)
             xb = lam * xb + (1 - lam) * xb[perm]
             mb = None if mb is None else mb | mb[perm]
-            out = model(xb, mb)
-            loss = lam * loss_fn(out, y[idx]) + (1 - lam) * loss_fn(out, y[idx][perm])
+
+            def batch_loss(xb=xb, mb=mb, lam=lam, perm=perm, yb=y[idx]):
+                out = model(xb, mb)
+                return lam * loss_fn(out, yb) + (1 - lam) * loss_fn(out, yb[perm])
         else:
-            loss = loss_fn(model(xb, mb), y[idx])                               # scalar
+            def batch_loss(xb=xb, mb=mb, yb=y[idx]):
+                return loss_fn(model(xb, mb), yb)                               # scalar
+        loss = batch_loss()
         if not torch.isfinite(loss):
             raise KairoError(f"training diverged (loss {loss.item()}); lower lr (now {cfg.lr}) "
                              f"or raise max_grad_norm clipping (now {cfg.max_grad_norm})")
         opt.zero_grad(set_to_none=True)
         loss.backward()
+        if cfg.sam == "on":       # "auto" is resolved by fit before the first epoch
+            # the same batch again at the worst-case nearby weights; batch-norm running
+            # statistics keep the first pass's update (they describe w, not w + e)
+            kept = [b.clone() for b in _bn_buffers(model)]
+            moves = _sam_ascend(model, cfg.sam_rho)
+            opt.zero_grad(set_to_none=True)
+            sharp = batch_loss()
+            if not torch.isfinite(sharp):
+                raise KairoError(f"training diverged at the sharpness-aware step (loss "
+                                 f"{sharp.item()}); lower sam_rho (now {cfg.sam_rho}) or lr "
+                                 f"(now {cfg.lr}), or turn sam off")
+            sharp.backward()
+            with torch.no_grad():
+                for p, step in moves:
+                    p.sub_(step)
+                for b, k in zip(_bn_buffers(model), kept):
+                    b.copy_(k)
         if cfg.max_grad_norm > 0:
             nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
         opt.step()
@@ -214,7 +255,7 @@ def fit(model_cfg, train_cfg: TrainConfig, data: TSData, *, checkpoint=None,
     ``history`` (per epoch: epoch, train_loss, val_loss, val_acc, lr — val_* None without a
     validation set), ``best_epoch``, ``stopped_early``, ``resumed_from`` (epoch or None),
     ``seconds``, ``samples_per_s`` (training series per second), ``meta`` (with the resolved
-    ``znorm``, ``head_norm``, ``weight_init`` and ResNet ``layout``) and ``fit_index`` (the
+    ``znorm``, ``sam`` ("on"/"off"), ``head_norm``, ``weight_init`` and ResNet ``layout``) and ``fit_index`` (the
     indices of ``data`` trained on: all but the validation hold-out).
     """
     if not isinstance(train_cfg, TrainConfig):
@@ -261,6 +302,9 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, progress_bar) 
     xv, yv = xt[va_t], yt[va_t]
     mv = None if mt is None else mt[va_t]
 
+    # run.json, the checkpoint and the model record what "auto" chose, as for znorm
+    sam = resolve_sam(cfg.sam, model_cfg.encoder, model_cfg.tokens, data.n_steps)
+    cfg = dataclasses.replace(cfg, sam="on" if sam else "off")
     torch.manual_seed(cfg.seed)
     model = _build(model_cfg, data.n_channels, data.n_classes, data.n_steps).to(device)
     opt = torch.optim.AdamW(param_groups(model, cfg.weight_decay), lr=cfg.lr)
@@ -345,7 +389,7 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, progress_bar) 
     model.eval()
     meta = {"dataset": data.name, "classes": list(data.classes),
             "n_channels": data.n_channels, "max_len": data.n_steps, **scaling,
-            **model.resolved, **_layout(model, device),
+            "sam": cfg.sam, **model.resolved, **_layout(model, device),
             "best_epoch": st["best_epoch"], "epochs_run": st["epoch"],
             "train_config": run["train_config"], "model_config": run["model_config"]}
     model.fit_meta = meta
