@@ -13,8 +13,9 @@ import torch
 import kairo.attention._train as T
 from kairo._config import build_config
 from kairo._errors import ConfigError, DataError, DataNotFoundError, KairoError
-from kairo.attention._config import resolve_sam
-from kairo.attention._data import from_arrays, load_dataset, stratified_split, znormalize
+from kairo.attention._config import resolve_mixup, resolve_sam
+from kairo.attention._data import (from_arrays, load_dataset, smoothness, stratified_split,
+                                   znormalize)
 from kairo.attention._model import ModelConfig, build_classifier
 from kairo.attention._train import (TrainConfig, evaluate, fit, load_classifier, predict,
                                     save_classifier)
@@ -682,7 +683,7 @@ def test_mixup_at_weight_one_is_plain_training(monkeypatch):
     cfg = TrainConfig(epochs=3, batch=8, threads=1)
     plain = fit(RESNET, cfg, data, **QUIET)["model"]
     monkeypatch.setattr(torch.distributions.Beta, "sample", lambda self: torch.tensor(1.0))
-    mixed = fit(RESNET, dataclasses.replace(cfg, mixup=0.2), data, **QUIET)["model"]
+    mixed = fit(RESNET, dataclasses.replace(cfg, mixup="on"), data, **QUIET)["model"]
     assert _same_weights(_weights(plain), _weights(mixed))
 
 
@@ -708,7 +709,7 @@ def test_mixup_mixes_series_labels_and_masks(monkeypatch):
     y = torch.tensor([0, 1, 1, 0])
     model = Probe()
     opt = torch.optim.SGD(model.parameters(), lr=0.0)
-    cfg = TrainConfig(batch=4, mixup=0.2)
+    cfg = TrainConfig(batch=4, mixup="on")
     loss = T._train_epoch(model, opt, None, torch.nn.CrossEntropyLoss(), x, y, mask,
                           torch.arange(4), dataclasses.replace(cfg, schedule="plateau"))
     partner = [int(np.argmin([float((seen["x"][i] - 0.25 * x[i] - 0.75 * x[j]).abs().max())
@@ -725,13 +726,85 @@ def test_mixup_mixes_series_labels_and_masks(monkeypatch):
 
 def test_mixup_runs_are_reproducible_and_differ_from_plain_ones():
     data = _ragged_toy()
-    cfg = TrainConfig(epochs=2, batch=8, threads=1, mixup=0.4)
+    cfg = TrainConfig(epochs=2, batch=8, threads=1, mixup="on", mixup_alpha=0.4)
     a, b = (fit(TINY, cfg, data, **QUIET)["model"] for _ in range(2))
     assert _same_weights(_weights(a), _weights(b))
-    plain = fit(TINY, dataclasses.replace(cfg, mixup=0.0), data, **QUIET)["model"]
+    plain = fit(TINY, dataclasses.replace(cfg, mixup="off"), data, **QUIET)["model"]
     assert not _same_weights(_weights(a), _weights(plain))
-    with pytest.raises(ConfigError, match="mixup must be ≥ 0.0"):
-        TrainConfig(mixup=-0.1)
+    with pytest.raises(ConfigError, match="mixup: expected one of auto, on, off; got '0.2'"):
+        TrainConfig(mixup="0.2")
+    with pytest.raises(ConfigError, match="mixup_alpha must be > 0.0"):
+        TrainConfig(mixup_alpha=0.0)
+
+
+def test_smoothness_known_values():
+    t = np.arange(2000)
+    flip = np.where(t % 2 == 0, 1.0, -1.0)                  # +1, −1, …: lag-1 r = −1 exactly
+    assert smoothness(flip[None, None, :]) == pytest.approx(-1.0, abs=1e-12)
+    sine = np.sin(2 * np.pi * t / 40)                       # 50 whole periods: r ≈ cos(2π/40)
+    assert smoothness(sine[None, None, :]) == pytest.approx(np.cos(2 * np.pi / 40), abs=1e-3)
+    noise = np.random.default_rng(0).normal(size=(200, 1, 200))
+    assert abs(smoothness(noise)) < 0.02
+    # the median over series and channels: two smooth channels outvote one that flips
+    both = np.stack([sine, sine, flip])[None]                                  # [1, 3, T]
+    assert smoothness(both) == pytest.approx(np.cos(2 * np.pi / 40), abs=1e-3)
+    # scale and offset do not matter; a constant series is left out; none left is NaN
+    assert smoothness(5 * sine[None, None, :] + 3) == pytest.approx(
+        smoothness(sine[None, None, :]), abs=1e-12)
+    assert smoothness(np.stack([sine, np.ones(2000)])[:, None, :]) == pytest.approx(
+        smoothness(sine[None, None, :]), abs=1e-12)
+    assert np.isnan(smoothness(np.ones((3, 1, 10))))
+    assert np.isnan(smoothness(np.zeros((3, 1, 2))))                  # one pair of steps
+    with pytest.raises(DataError, match=r"smoothness: x must be \[n_series"):
+        smoothness(np.zeros((3, 10)))
+    with pytest.raises(DataError, match="smoothness: mask must have shape"):
+        smoothness(np.zeros((3, 1, 10)), np.ones((3, 9), dtype=bool))
+
+
+def test_smoothness_reads_only_the_real_steps():
+    """Padding (whatever it holds) and pairs that straddle it do not count: a padded set
+    measures as its series do alone."""
+    rng = np.random.default_rng(3)
+    lengths = (30, 12, 25)
+    series = [np.cumsum(rng.normal(size=(1, n)), axis=1) for n in lengths]
+    data = from_arrays(series, np.array([0, 1, 0]), pad=True, name="ragged")
+    alone = np.median([smoothness(data.x[i:i + 1, :, :n]) for i, n in enumerate(lengths)])
+    x = data.x.copy()
+    x[~np.broadcast_to(data.mask[:, None, :], x.shape)] = 100.0                # garbage pad
+    assert smoothness(x, data.mask) == pytest.approx(alone, abs=1e-12)
+    assert smoothness(x) != pytest.approx(alone, abs=1e-3)              # the mask matters
+
+
+@pytest.mark.parametrize("mixup, encoder, tokens, smooth, on", [
+    ("auto", "transformer", "conv", 0.95, True), ("auto", "transformer", "conv", 0.949, False),
+    ("auto", "transformer", "conv", -0.2, False), ("auto", "transformer", "conv", np.nan, False),
+    ("auto", "transformer", "patch", 0.99, False), ("auto", "resnet", "conv", 0.99, False),
+    ("on", "resnet", "conv", -0.2, True), ("off", "transformer", "conv", 0.99, False)])
+def test_resolve_mixup(mixup, encoder, tokens, smooth, on):
+    assert resolve_mixup(mixup, encoder, tokens, smooth) is on
+
+
+def test_mixup_auto_is_on_for_smooth_series_and_recorded():
+    """"auto" trains exactly as "on" where the training series are smooth and as "off" where
+    they are not; the run meta names what it chose and the smoothness it read."""
+    conv = ModelConfig(d_model=8, n_heads=2, blocks=1, stem_blocks=1)
+    cfg = TrainConfig(epochs=1, batch=8, threads=1)
+    rng = np.random.default_rng(1)
+    y = np.arange(16) % 2
+    t = np.linspace(0, 1, 80)
+    smooth = from_arrays(np.sin(2 * np.pi * (t[None, :] + rng.uniform(size=(16, 1)))
+                                * (1 + y[:, None]))[:, None, :], y, name="smooth")
+    rough = from_arrays(rng.normal(size=(16, 1, 80)) + y[:, None, None], y, name="rough")
+    for data, chosen in ((smooth, "on"), (rough, "off")):
+        auto = fit(conv, cfg, data, **QUIET)
+        assert auto["meta"]["mixup"] == chosen
+        assert auto["meta"]["train_config"]["mixup"] == chosen
+        assert auto["meta"]["smoothness"] == pytest.approx(smoothness(data.x))
+        pinned = fit(conv, dataclasses.replace(cfg, mixup=chosen), data, **QUIET)["model"]
+        other = fit(conv, dataclasses.replace(cfg, mixup="off" if chosen == "on" else "on"),
+                    data, **QUIET)["model"]
+        assert _same_weights(_weights(auto["model"]), _weights(pinned))
+        assert not _same_weights(_weights(auto["model"]), _weights(other))
 
 
 # ---------------------------------------------------------------------------- SAM

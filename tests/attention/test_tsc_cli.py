@@ -176,6 +176,29 @@ def test_sam_auto_is_recorded_as_what_it_chose(tmp_path):
         assert sam_of(out) == chosen
 
 
+def test_mixup_auto_is_recorded_as_what_it_chose(tmp_path):
+    """--mixup auto stays "auto" in config.yaml; run.json and the model file say "on" for a
+    Transformer on GunPoint's smooth outlines and "off" on Covid3Month_disc's rough counts,
+    with the smoothness read from the training split; --mixup off pins it."""
+    import yaml
+
+    from kairo.attention import load_classifier, load_dataset, smoothness
+
+    for dataset, extra, chosen in (("GunPoint", [], "on"), ("Covid3Month_disc", [], "off"),
+                                   ("GunPoint", ["--mixup", "off"], "off")):
+        out = tmp_path / f"{dataset}{len(extra)}"
+        assert main(["tsc", "train", "--dataset", dataset, *FAST, "--epochs", "1", *extra,
+                     "--out", str(out)]) == 0
+        assert yaml.safe_load((out / "config.yaml").read_text())["mixup"] == (
+            "off" if extra else "auto")
+        meta = load_classifier(out / "model.pt")[1]
+        assert meta["train_config"]["mixup"] == meta["mixup"] == chosen
+        resolved = json.loads((out / "run.json").read_text())["resolved"]
+        assert resolved["mixup"] == chosen
+        train = load_dataset(dataset)
+        assert resolved["smoothness"] == pytest.approx(smoothness(train.x, train.mask))
+
+
 def test_keras_style_resnet_from_the_cli(tmp_path):
     """--head-norm false --weight-init glorot reach the model file, and evaluate rebuilds it;
     with the defaults ("auto") config.yaml keeps "auto" and run.json records what it resolved
@@ -264,6 +287,8 @@ def test_compare_pooling_and_benchmark_reuse(tmp_path, capsys):
     assert (out / "pooling.png").is_file()
     resolved = json.loads((out / "run.json").read_text())["resolved"]
     assert resolved["sam"] == {"ItalyPowerDemand": {"resnet": "off"}}
+    assert resolved["mixup"] == {"ItalyPowerDemand": {"resnet": "off"}}
+    assert resolved["smoothness"]["ItalyPowerDemand"] == pytest.approx(0.925, abs=1e-3)
     bench = tmp_path / "bench"
     # runs of other settings are not credited to this run's configuration
     assert main(["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--reuse",
@@ -781,6 +806,7 @@ def test_an_ensemble_trains_into_one_model_that_evaluate_and_predict_use(tmp_pat
     run = json.loads((out / "run.json").read_text())
     assert run["config"]["ensemble"] == 2 and run["resolved"]["seeds"] == [0, 1]
     assert run["resolved"]["sam"] == "off"
+    assert run["resolved"]["mixup"] == "off"
     summary = json.loads((out / "summary.json").read_text())
     assert summary["ensemble"] == 2 and summary["test_accuracy"] == metrics["accuracy"]
     hist = pd.read_csv(out / "history.csv")

@@ -26,6 +26,8 @@ __all__ = ["COMMANDS", "load_data", "load_file", "inputs", "model_dataset", "run
            "run_evaluate", "run_predict", "run_maps", "run_encodings", "maps_figure"]
 
 log = logging.getLogger(__name__)
+# what a trained model's meta says "auto" chose, recorded under run.json's "resolved"
+RESOLVED = ("znorm", "sam", "mixup", "smoothness", "head_norm", "weight_init", "layout")
 
 
 # ---------------------------------------------------------------------------- data
@@ -130,7 +132,7 @@ def run_train(cfg: TscTrainConfig, rd) -> str:
         return _run_ensemble(cfg, rd, model_cfg, train_cfg, train, test)
     res = _train.fit(model_cfg, train_cfg, train, checkpoint=rd.checkpoint)
     model = res["model"]
-    for key in ("znorm", "sam", "head_norm", "weight_init", "layout"):
+    for key in RESOLVED:
         if key in res["meta"]:
             rd.resolve(key if key != "layout" else "resnet_layout", res["meta"][key])
     meta = {"dataset": train.name if not cfg.train_file else cfg.train_file,   # canonical
@@ -175,7 +177,7 @@ def _run_ensemble(cfg: TscTrainConfig, rd, model_cfg, train_cfg, train, test) ->
         res = _train.fit_ensemble(model_cfg, train_cfg, train, n, workers=cfg.workers,
                                   executor=cfg.executor, checkpoint=rd.checkpoint)
         model, members = res["model"], res["members"]
-        for key in ("znorm", "sam", "head_norm", "weight_init", "layout"):
+        for key in RESOLVED:
             if key in model.fit_meta:
                 rd.resolve(key if key != "layout" else "resnet_layout", model.fit_meta[key])
         rd.resolve("seeds", res["seeds"])

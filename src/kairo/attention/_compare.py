@@ -18,8 +18,8 @@ from kairo._errors import ConfigError, DataError, KairoError
 from kairo._stats import sign_test_p, welch_p, wilcoxon_p
 from kairo.attention._config import (ENCODERS, HEAD_NORMS, UNIVARIATE, WEIGHT_INITS,
                                      BenchmarkConfig, CompareConfig, ModelConfig, TrainConfig,
-                                     model_config, resolve_head, resolve_sam,
-                                     train_config)
+                                     model_config, resolve_head, resolve_mixup,
+                                     resolve_sam, train_config)
 
 
 __all__ = ["CompareConfig", "BenchmarkConfig", "run_grid", "pooling_tests", "summarize",
@@ -331,17 +331,23 @@ def comparison_figure(summary: pd.DataFrame):
 
 # ---------------------------------------------------------------------------- commands
 def _record_resolved(cfg, rd, datasets) -> None:
-    """What the grid's "auto" values stand for, per encoder (and for ``sam``, per dataset),
-    in run.json."""
+    """What the grid's "auto" values stand for, per encoder (and for ``sam`` and ``mixup``,
+    per dataset), in run.json."""
+    from kairo.attention._data import smoothness
     from kairo.attention._encoders import resnet_layout
 
     for enc in cfg.encoders:
         rd.resolve(enc, resolve_head(enc, cfg.head_norm, cfg.weight_init))
     if "resnet" in cfg.encoders:
         rd.resolve("resnet_layout", resnet_layout("auto", "cpu"))
-    rd.resolve("sam", {ds: {enc: "on" if resolve_sam(cfg.sam, enc, cfg.tokens,
-                                                      _data(ds, cfg.mnist1d_length)[0].n_steps)
-                            else "off" for enc in cfg.encoders} for ds in datasets})
+    train = {ds: _data(ds, cfg.mnist1d_length)[0] for ds in datasets}
+    rd.resolve("sam", {ds: {enc: "on" if resolve_sam(cfg.sam, enc, cfg.tokens, d.n_steps)
+                            else "off" for enc in cfg.encoders} for ds, d in train.items()})
+    # on the whole training split; a cross-validation fold resolves on its own series
+    smooth = {ds: smoothness(d.x, d.mask) for ds, d in train.items()}
+    rd.resolve("smoothness", {ds: None if np.isnan(v) else v for ds, v in smooth.items()})
+    rd.resolve("mixup", {ds: {enc: "on" if resolve_mixup(cfg.mixup, enc, cfg.tokens, v)
+                              else "off" for enc in cfg.encoders} for ds, v in smooth.items()})
 
 
 def run_compare(cfg: CompareConfig, rd, progress_bar=None) -> str:

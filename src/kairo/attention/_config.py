@@ -24,9 +24,10 @@ from kairo._jobs import EXECUTORS
 __all__ = ["ModelConfig", "TrainConfig", "ModelOptions", "TrainOptions", "DataOptions",
            "GridOptions", "TscTrainConfig", "EvaluateConfig", "PredictConfig", "MapsConfig",
            "EncodingsConfig", "CompareConfig", "BenchmarkConfig", "ListConfig",
-           "model_config", "train_config", "split_config", "resolve_sam", "ENCODERS", "POOLS",
-           "NORM_POSITIONS", "TOKENS", "POSITIONALS", "SCHEDULES", "DEVICES", "HEAD_NORMS",
-           "WEIGHT_INITS", "ZNORMS", "BN_STATS", "SAMS", "SELECTS", "SPLITS", "UNIVARIATE", "PEERS"]
+           "model_config", "train_config", "split_config", "resolve_sam", "resolve_mixup",
+           "ENCODERS", "POOLS", "NORM_POSITIONS", "TOKENS", "POSITIONALS", "SCHEDULES", "DEVICES",
+           "HEAD_NORMS", "WEIGHT_INITS", "ZNORMS", "BN_STATS", "SAMS", "MIXUPS", "SELECTS",
+           "SPLITS", "UNIVARIATE", "PEERS"]
 
 ENCODERS = ("resnet", "transformer")
 POOLS = ("mean", "max", "cls", "attention", "mha")
@@ -47,6 +48,7 @@ ZNORMS = ("auto", "series", "channel", "none")
 BN_STATS = ("running", "recompute")
 SELECTS = ("holdout", "cv")
 SAMS = ("auto", "on", "off")
+MIXUPS = ("auto", "on", "off")
 # the classifiers a user would otherwise run, fitted beside kairo in `kairo tsc benchmark`
 # (aeon's convolution-based classifiers, kairo.attention._peers)
 PEERS = ("minirocket", "multirocket-hydra")
@@ -104,6 +106,24 @@ def resolve_sam(sam: str, encoder: str, tokens: str, max_len: int) -> bool:
     if sam != "auto":
         return sam == "on"
     return encoder == "transformer" and tokens == "conv" and max_len <= SAM_AUTO_STEPS
+
+
+# mixup "auto": mixup where the training series are smooth curves (median lag-1
+# autocorrelation, kairo.attention.smoothness, at least this), whose blends are curves between
+# two shapes; not where they oscillate or are rough, whose blends belong to neither class
+# (ACSF1 lost 0.046). Read off the shipped sets, then confirmed on sets from other packages
+# (docs/notes/attention.md, "Mixup where the series are smooth").
+MIXUP_AUTO_SMOOTHNESS = 0.95
+
+
+def resolve_mixup(mixup: str, encoder: str, tokens: str, smoothness: float) -> bool:
+    """Whether training mixes its batches: ``mixup`` "on"/"off", or for "auto" on for a
+    Transformer on conv tokens whose training series have a smoothness (median lag-1
+    autocorrelation) of at least ``MIXUP_AUTO_SMOOTHNESS``; NaN (no series to measure) is off."""
+    if mixup != "auto":
+        return mixup == "on"
+    return (encoder == "transformer" and tokens == "conv"
+            and bool(smoothness >= MIXUP_AUTO_SMOOTHNESS))
 
 
 # ---------------------------------------------------------------------------- field groups
@@ -204,11 +224,14 @@ class TrainOptions:
     crop: float = option(0.0, "augmentation: window slicing, the fraction of each series cut "
                          "off before it is stretched back to full length (Le Guennec et al. "
                          "2016), in [0, 1); 0 = off", low=0.0)
-    mixup: float = option(0.0, "mixup (Zhang et al. 2018): each training batch mixed with a "
-                          "shuffled copy of itself, labels alike, by a weight drawn from "
-                          "Beta(mixup, mixup); 0 = off; 0.2 lifts outline series "
-                          "(ArrowHead, PickupGestureWiimoteZ), not series whose time axis "
-                          "carries the class (ACSF1)", low=0.0, high=10.0)
+    mixup: str = option("auto", "mixup (Zhang et al. 2018): each training batch mixed with a "
+                        "shuffled copy of itself, labels alike, by a weight drawn from "
+                        "Beta(--mixup-alpha, --mixup-alpha): on, off, or auto (on for a "
+                        "Transformer on conv tokens whose training series are smooth: median "
+                        f"lag-1 autocorrelation ≥ {MIXUP_AUTO_SMOOTHNESS}, as outlines are; off "
+                        "for rough or oscillating series, e.g. ACSF1)", choices=MIXUPS)
+    mixup_alpha: float = option(0.2, "mixup's Beta parameter (--mixup on or auto)", above=0.0,
+                                high=10.0)
     bn_stats: str = option("recompute", "batch-norm statistics of the trained model (ResNet, "
                            "conv tokens): "
                            "running (the averages left by training) or recompute (over the "

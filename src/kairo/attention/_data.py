@@ -18,7 +18,8 @@ import numpy as np
 from kairo._errors import ConfigError, DataError, DataNotFoundError
 
 __all__ = ["TSData", "list_datasets", "load_dataset", "from_arrays", "load_csv", "load_ts",
-           "znormalize", "channel_stats", "standardize", "stratified_split", "STD_FLOOR"]
+           "znormalize", "channel_stats", "standardize", "stratified_split", "smoothness",
+           "STD_FLOOR"]
 
 STD_FLOOR = 1e-8          # znormalize: a constant series becomes zeros, not NaN
 MNIST1D = "MNIST1D"
@@ -553,6 +554,36 @@ def znormalize(x: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
     mean, std = _masked_mean_std(x, w, axis=2)
     out = np.where(w, (x - mean) / np.maximum(std, STD_FLOOR), 0.0)
     return out.astype(np.float32)
+
+
+def smoothness(x: np.ndarray, mask: np.ndarray | None = None) -> float:
+    """The median, over series and channels, of the lag-1 autocorrelation of each series:
+    the mean of ``(x_t − m)(x_{t+1} − m)`` over neighbouring real steps divided by the
+    series' variance (m and the variance over its real steps).
+
+    Near 1 for smooth curves sampled finely (outlines, trajectories), near 0 for noise,
+    negative for series that flip sign from step to step. ``x`` float [n_series, n_channels,
+    n_steps]; ``mask`` bool [n_series, n_steps] or None. Constant series and series of fewer
+    than three real steps are left out; NaN when none is left.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 3:
+        raise DataError(f"smoothness: x must be [n_series, n_channels, n_steps], got shape "
+                        f"{x.shape}")
+    w = (np.ones((x.shape[0], x.shape[2]), dtype=bool) if mask is None
+         else np.asarray(mask, dtype=bool))
+    if w.shape != (x.shape[0], x.shape[2]):
+        raise DataError(f"smoothness: mask must have shape {(x.shape[0], x.shape[2])}, got "
+                        f"{w.shape}")
+    mean, std = _masked_mean_std(x, w[:, None, :], axis=2)                     # [N, C, 1]
+    z = np.where(w[:, None, :], x - mean, 0.0)
+    pairs = (w[:, 1:] & w[:, :-1])[:, None, :]                                 # [N, 1, T-1]
+    n_pairs = pairs.sum(axis=2)                                                # [N, 1]
+    lagged = (z[..., 1:] * z[..., :-1] * pairs).sum(axis=2)                    # [N, C]
+    var = std[..., 0] ** 2
+    ok = (n_pairs >= 2) & (var > STD_FLOOR ** 2)
+    r = lagged[ok] / (np.broadcast_to(n_pairs, var.shape)[ok] * var[ok])
+    return float(np.median(r)) if r.size else float("nan")
 
 
 def _masked_mean_std(x: np.ndarray, w: np.ndarray, axis) -> tuple[np.ndarray, np.ndarray]:

@@ -26,9 +26,9 @@ from kairo._device import resolve_device
 from kairo._errors import ConfigError, DataError, KairoError
 from kairo.attention._attention import MultiHeadAttention
 from kairo.attention._augment import augment, check_mask, is_active
-from kairo.attention._config import SCHEDULES, TrainConfig, resolve_sam
+from kairo.attention._config import SCHEDULES, TrainConfig, resolve_mixup, resolve_sam
 from kairo.attention._data import (TSData, _check_finite, _check_float32_range, channel_stats,
-                                   standardize, stratified_split, znormalize)
+                                   smoothness, standardize, stratified_split, znormalize)
 
 __all__ = ["TrainConfig", "fit", "fit_ensemble", "ensemble_checkpoints", "save_classifier",
            "load_classifier", "predict", "evaluate", "recompute_bn_stats", "resolve_znorm",
@@ -170,10 +170,10 @@ def _train_epoch(model, opt, sched, loss_fn, x, y, mask, order, cfg: TrainConfig
         idx = order[s:e]
         mb = None if mask is None else mask[idx]
         xb = augment(x[idx], mb, cfg) if aug else x[idx]                        # [b, C, T]
-        if cfg.mixup:
+        if cfg.mixup == "on":     # "auto" is resolved by fit before the first epoch
             # one weight per batch from the epoch's seeded stream; a mixed series is valid
             # where either of its two is (padding is zero in both)
-            lam = float(torch.distributions.Beta(cfg.mixup, cfg.mixup).sample())
+            lam = float(torch.distributions.Beta(cfg.mixup_alpha, cfg.mixup_alpha).sample())
             perm = torch.randperm(len(idx), device=xb.device)
             xb = lam * xb + (1 - lam) * xb[perm]
             mb = None if mb is None else mb | mb[perm]
@@ -304,7 +304,9 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, progress_bar) 
 
     # run.json, the checkpoint and the model record what "auto" chose, as for znorm
     sam = resolve_sam(cfg.sam, model_cfg.encoder, model_cfg.tokens, data.n_steps)
-    cfg = dataclasses.replace(cfg, sam="on" if sam else "off")
+    smooth = smoothness(data.x[tr], None if data.mask is None else data.mask[tr])
+    mixup = resolve_mixup(cfg.mixup, model_cfg.encoder, model_cfg.tokens, smooth)
+    cfg = dataclasses.replace(cfg, sam="on" if sam else "off", mixup="on" if mixup else "off")
     torch.manual_seed(cfg.seed)
     model = _build(model_cfg, data.n_channels, data.n_classes, data.n_steps).to(device)
     opt = torch.optim.AdamW(param_groups(model, cfg.weight_decay), lr=cfg.lr)
@@ -389,7 +391,9 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, progress_bar) 
     model.eval()
     meta = {"dataset": data.name, "classes": list(data.classes),
             "n_channels": data.n_channels, "max_len": data.n_steps, **scaling,
-            "sam": cfg.sam, **model.resolved, **_layout(model, device),
+            "sam": cfg.sam, "mixup": cfg.mixup,
+            "smoothness": None if math.isnan(smooth) else smooth,
+            **model.resolved, **_layout(model, device),
             "best_epoch": st["best_epoch"], "epochs_run": st["epoch"],
             "train_config": run["train_config"], "model_config": run["model_config"]}
     model.fit_meta = meta
