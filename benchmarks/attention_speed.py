@@ -345,7 +345,7 @@ def copy_torch_layer(src: nn.TransformerEncoderLayer, block) -> None:
     k rows then the v rows (its forward views the output as [.., 2, H, hd]), so rows D:3D map
     across unchanged. norm1/norm2 → ln1/ln2, linear1/linear2 → mlp.0/mlp.3.
     """
-    from kairo._errors import ConfigError
+    from kairo import ConfigError
 
     sa = src.self_attn
     d = sa.embed_dim
@@ -762,7 +762,7 @@ def main(argv=None) -> int:
     stem = "attention_speed" + ("_accuracy" if args.accuracy_only else "")
     out = args.out or RESULTS / f"{stem}{'_quick' if args.quick else ''}.json"
 
-    from kairo._runs import cpu_model, environment
+    from kairo.runs import cpu_model, environment
 
     res = {"date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
            "command": " ".join(["python"] + sys.argv), "quick": args.quick,

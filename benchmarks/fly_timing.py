@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kairo._runs import environment
+from kairo.runs import environment
 from kairo.embodied import (FlyConfig, TrialsConfig, VideoRecorder, make_controller, run_trial,
                             run_trials)
 

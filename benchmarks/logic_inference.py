@@ -4,7 +4,7 @@ For each circuit, the same images go through
 
 * kairo      — ``CompiledCircuit.predict_images``: thresholds, bit transposition, gates, vote
                counting and argmax in the generated C (512-bit words on AVX-512);
-* anchor     — difflogic's method as it describes it, written in kairo._bench: NumPy
+* anchor     — difflogic's method as it describes it, as in ``kairo logic bench``: NumPy
                thresholds and packs 64 images per uint64 word, a generated C function with one
                statement per gate, popcount group sums (gcc -O3 -march=native); also timed
                without the NumPy packing ("C only");
@@ -50,9 +50,10 @@ from pathlib import Path
 
 import numpy as np
 
-from kairo.logic import Circuit
-from kairo.logic import _bench as bb
+from kairo.logic import (ANCHOR_BATCH, ANCHOR_FLAGS, AnchorCircuit, Circuit, bench_circuit,
+                         bench_images, read_bandwidth, time_calls)
 from kairo.logic.backends import build_shared_library, compile_c, find_compiler
+from kairo.runs import cpu_model
 
 from _common import atomic_write_json, loadavg, pip_install_no_deps
 
@@ -146,7 +147,7 @@ def bench_torchlogix(circuit, images, ref, tlx_dir: Path, repeats: int) -> dict:
             return {"skipped": f"pip install --no-deps {TORCHLOGIX} failed: {err}"}
     src = torchlogix_source(circuit, tlx_dir, py)
     t0 = time.perf_counter()
-    built = build_shared_library(src, flags=bb.ANCHOR_FLAGS, stem="torchlogix")
+    built = build_shared_library(src, flags=ANCHOR_FLAGS, stem="torchlogix")
     lib = ctypes.CDLL(str(built.path))
     compile_s = time.perf_counter() - t0
     fn = lib.circuit_bench_bool
@@ -154,7 +155,7 @@ def bench_torchlogix(circuit, images, ref, tlx_dir: Path, repeats: int) -> dict:
     grp = circuit.n_outputs // circuit.n_classes
     odt = np.uint8 if grp <= 0xFF else np.uint16 if grp <= 0xFFFF else np.uint32
     th = circuit.image_input.compare_thresholds()
-    n, nc, batch = len(images), circuit.n_classes, bb.ANCHOR_BATCH
+    n, nc, batch = len(images), circuit.n_classes, ANCHOR_BATCH
     pred = np.empty(n, dtype=np.int64)
     sums = np.empty((batch, nc), dtype=odt)
 
@@ -163,30 +164,30 @@ def bench_torchlogix(circuit, images, ref, tlx_dir: Path, repeats: int) -> dict:
         pred[s0:s0 + m] = sums[:m].argmax(axis=1)       # first maximum, as everywhere
 
     def full():
-        for i, chunk in enumerate(bb.AnchorCircuit.batches(images)):
+        for i, chunk in enumerate(AnchorCircuit.batches(images)):
             bits = np.ascontiguousarray((chunk[:, None, :] > th).reshape(len(chunk), -1))
             run_batch(bits, i * batch, min(batch, n - i * batch))
 
     full()
     if not np.array_equal(pred, ref):
         raise SystemExit("torchlogix's compiled C disagrees with kairo")
-    t_full = bb.time_calls(full, repeats)
+    t_full = time_calls(full, repeats)
     # C alone (circuit_bench_bool on bools thresholded beforehand; the argmax stays)
     pre = [np.ascontiguousarray((c[:, None, :] > th).reshape(len(c), -1))
-           for c in bb.AnchorCircuit.batches(images)]
+           for c in AnchorCircuit.batches(images)]
 
     def c_only():
         for i, bits in enumerate(pre):
             run_batch(bits, i * batch, min(batch, n - i * batch))
 
-    t_c = bb.time_calls(c_only, repeats)
+    t_c = time_calls(c_only, repeats)
     pre.clear()
     return {"images_per_s": n / min(t_full), "c_only_images_per_s": n / min(t_c),
             "seconds_best": min(t_full),
             "method": "torchlogix 0.2.2 Circuit.get_c_code(pack_bits=64) + circuit_bench_bool "
                       "(bools packed in C, per-bit group sums) after NumPy thresholding; "
                       "argmax in NumPy",
-            "flags": list(bb.ANCHOR_FLAGS), "compile_seconds": round(compile_s, 2),
+            "flags": list(ANCHOR_FLAGS), "compile_seconds": round(compile_s, 2),
             "library_from_cache": built.from_cache,
             "python_for_codegen": py, "predictions_equal": True}
 
@@ -203,7 +204,7 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="50,000 images, 2 repeats")
     ap.add_argument("--out")
     args = ap.parse_args(argv)
-    # the per-implementation images/s lines of kairo.logic._bench as they are measured
+    # the per-implementation images/s lines of `kairo logic bench` as they are measured
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if args.quick:
         args.images, args.repeats = 50_000, 2
@@ -215,22 +216,22 @@ def main(argv=None) -> int:
 
     res = {"script": "benchmarks/logic_inference.py",
            "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-           "cpu": bb.cpu_model(), "cpu_count": os.cpu_count(), "python": platform.python_version(),
+           "cpu": cpu_model(), "cpu_count": os.cpu_count(), "python": platform.python_version(),
            "versions": {p: version(p) for p in ("kairo-circuits", "numpy")},
            "gcc": subprocess.run([*find_compiler(), "--version"], capture_output=True,
                                  text=True).stdout.splitlines()[0],
            "images": args.images, "repeats": args.repeats, "circuits": {}}
     print(f"load {loadavg()}; measuring read bandwidth …")
     lb = loadavg()
-    bw = bb.read_bandwidth(1 << 30)
+    bw = read_bandwidth(1 << 30)
     res["bandwidth"] = {**bw, "loadavg_before": lb, "loadavg_after": loadavg()}
     print(f"read bandwidth {bw['bytes_per_s'] / 1e9:.1f} GB/s")
     for name, path in circuits.items():
         c = Circuit.load(path)
-        images, labels, source = bb.bench_images(c, args.images, data_dir)
+        images, labels, source = bench_images(c, args.images, data_dir)
         print(f"\n{name}: {c.n_gates} gates, {c.n_outputs} outputs, {c.n_classes} classes; "
               f"{len(images):,} images ({source})")
-        r = bb.bench_circuit(c, images, repeats=args.repeats, bandwidth_bytes=0)
+        r = bench_circuit(c, images, repeats=args.repeats, bandwidth_bytes=0)
         ref = np.empty(len(images), np.int32)
         compile_c(c).predict_images(images, out=ref)
         if not args.no_torchlogix:

@@ -36,8 +36,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from kairo._app import execute, make_config
-from kairo._runs import environment
+from kairo.cli import execute, make_config
+from kairo.runs import environment
 from kairo.store import Store
 from kairo.sweep import grid_points, run_sweep, spec_from_dict
 

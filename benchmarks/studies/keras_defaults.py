@@ -66,7 +66,7 @@ def check_config(table, keras: bool) -> None:
     for resnet_bn_stats.py's JSON its "model" entry, whose head fields are missing in files
     written before they existed (and batch-norm statistics are recomputed there by design).
     A field missing from an older file counts as its value before the field existed."""
-    from kairo._config import load_config_file
+    from kairo.cli import load_config_file
 
     want = {"head_norm": not keras, "weight_init": "glorot" if keras else "torch",
             "bn_stats": "recompute"}
@@ -126,7 +126,7 @@ def compare(variant: dict, default: dict, paired: bool, n_test: int, dataset: st
     import numpy as np
     from scipy import stats
 
-    from kairo._stats import welch_p
+    from kairo.stats import welch_p
     from kairo.attention import resnet_test
 
     if paired:

@@ -51,8 +51,8 @@ def read_runs(dirs) -> pd.DataFrame:
 
 
 def main(argv=None) -> int:
-    from kairo._runs import atomic_folder
-    from kairo.attention._compare import comparison_figure, pooling_tests, summarize
+    from kairo.attention import comparison_figure, pooling_tests, summarize
+    from kairo.runs import atomic_folder
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dirs", nargs="+", type=Path, help="compare-pooling result folders")

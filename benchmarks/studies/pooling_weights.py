@@ -81,7 +81,7 @@ def _seeds(text: str) -> list[int]:
 
 
 def main(argv=None) -> int:
-    from kairo._runs import environment
+    from kairo.runs import environment
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--datasets", default=",".join(DATASETS))

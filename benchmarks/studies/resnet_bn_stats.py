@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import platform
 import sys
 import time
@@ -50,28 +51,37 @@ PROTOCOL = {"ArrowHead": (20, 600, 8), "GunPoint": (10, 600, 8),
             "ItalyPowerDemand": (3, 600, 8), "OSULeaf": (6, 300, 16), "ACSF1": (2, 300, 16)}
 
 
+@functools.lru_cache(maxsize=None)
+def _splits(dataset: str, length: int):
+    """The train and test splits, loaded once per worker process as run_grid's own runs do."""
+    from kairo.attention import load_dataset
+
+    return (load_dataset(dataset, "train", mnist1d_length=length),
+            load_dataset(dataset, "test", mnist1d_length=length))
+
+
 def paired_run(job: dict) -> dict:
     """One refit run (in a worker): fit, test as trained, recompute the statistics, test."""
     import torch
 
-    from kairo.attention import _compare, _train
-    from kairo.attention import ModelConfig, TrainConfig
+    from kairo.attention import (ModelConfig, TrainConfig, evaluate, fit, recompute_bn_stats,
+                                 scale_input)
 
     torch.set_num_threads(job["threads"])
-    train, test = _compare._data(job["dataset"], job["mnist1d_length"])
+    train, test = _splits(job["dataset"], job["mnist1d_length"])
     t0 = time.perf_counter()
     # trained with the running averages whatever the default: the copy below is recomputed
-    res = _train.fit(ModelConfig(**job["model"]),
-                     TrainConfig(**{**job["train"], "bn_stats": "running"}), train,
-                     progress_bar=False)
+    res = fit(ModelConfig(**job["model"]),
+              TrainConfig(**{**job["train"], "bn_stats": "running"}), train,
+              progress_bar=False)
     model = res["model"]
-    running = _train.evaluate(model, test)["accuracy"]
+    running = evaluate(model, test)["accuracy"]
     recomputed = copy.deepcopy(model)
     fit_idx = res["fit_index"]                     # the series trained on, as fit recomputes
-    x = torch.from_numpy(_train.scale_input(train.x, train.mask, res["meta"])[fit_idx])
+    x = torch.from_numpy(scale_input(train.x, train.mask, res["meta"])[fit_idx])
     mask = None if train.mask is None else torch.from_numpy(train.mask[fit_idx])
-    n_bn = _train.recompute_bn_stats(recomputed, x, mask)
-    recompute = _train.evaluate(recomputed, test)["accuracy"]
+    n_bn = recompute_bn_stats(recomputed, x, mask)
+    recompute = evaluate(recomputed, test)["accuracy"]
     return {"dataset": job["dataset"], "seed": job["train"]["seed"],
             "running": running, "recompute": recompute, "n_test": len(test),
             "n_bn_layers": n_bn, "best_epoch": res["best_epoch"],
@@ -82,8 +92,7 @@ def summarize(rows, datasets) -> dict:
     import numpy as np
     from scipy import stats
 
-    from kairo.attention._compare import resnet_test
-    from kairo.attention._published import RESNET_FAWAZ2019_RUNS
+    from kairo.attention import RESNET_FAWAZ2019_RUNS, resnet_test
 
     out = {}
     for ds in datasets:
@@ -161,8 +170,7 @@ def main(argv=None) -> int:
         print(json.dumps(decide(merged["benchmark"], merged["train"] or None), indent=2))
         return 0
 
-    from kairo.attention._compare import run_grid
-    from kairo.attention import ModelConfig, TrainConfig
+    from kairo.attention import ModelConfig, TrainConfig, run_grid
 
     datasets = [d.strip() for d in args.datasets.split(",") if d.strip()]
     bad = [d for d in datasets if d not in PROTOCOL]

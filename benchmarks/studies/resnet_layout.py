@@ -71,7 +71,7 @@ class PlainResNet(nn.Module):
 
 def main(argv=None) -> int:
     from attention_speed import FULL, SEED, time_models
-    from kairo._runs import environment
+    from kairo.runs import environment
     from kairo.attention import ModelConfig, build_classifier
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import torch
 
-from kairo._stats import sign_test_p
+from kairo.stats import sign_test_p
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))     # benchmarks/: _common
 from _common import atomic_write_json, loadavg  # noqa: E402
@@ -42,7 +42,7 @@ KAIRO = {"kairo_resnet": (8, 5, 3), "kairo_resnet_k753": (7, 5, 3)}
 
 
 def main(argv=None) -> int:
-    from kairo._runs import environment
+    from kairo.runs import environment
     from kairo.attention import ModelConfig, build_classifier
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -2,6 +2,10 @@
 per registered command, one flag per config field (its help, default and choices come from
 the field), so a flag, a key of a YAML/TOML ``--config`` file and a key of a results folder's
 ``config.yaml`` are the same name.
+
+A script runs a command the way the CLI does, without the parser, through the re-exported
+:func:`load_config_file` (a YAML/TOML config file → dict), :func:`make_config` (→ the
+command's config) and :func:`execute` (run it into its results folder and the store).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from kairo._app import Command, commands, execute, make_config
 from kairo._config import field_kind, load_config_file
 from kairo._errors import KairoError
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "execute", "make_config", "load_config_file"]
 
 _FAMILY_HELP = {
     "reservoir": "connectome reservoir computing",

@@ -33,7 +33,8 @@ _EXPORTS = {
     "_compare": ("run_grid", "pooling_tests", "summarize", "cv_folds", "cv_summary",
                  "comparison_figure", "resnet_test", "canonical_datasets", "read_reference",
                  "reference_test", "benchmark_markdown", "ensemble_runs"),
-    "_published": ("published_table",),
+    "_published": ("published_table", "RESNET_FAWAZ2019", "RESNET_FAWAZ2019_RUNS",
+                   "CONVTRAN_FOUMANI2024"),
     "_peers": ("fit_peer", "peer_input", "peer_estimator", "PEERS"),
     "_commands": ("load_file", "maps_figure"),
 }

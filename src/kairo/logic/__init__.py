@@ -18,7 +18,8 @@ from kairo.logic._votes import vote_circuit, vote_gates
 from kairo.logic.backends import (compile_c, find_simulator, run_portable_c, simulate_verilog,
                                   write_c, write_verilog)
 
-# imported on first use (torch, or the FPGA tool chain's module): name → (module, its name)
+# imported on first use (torch, the FPGA tool chain's module, the throughput benchmark's
+# ctypes code): name → (module, its name)
 _LAZY = {
     **{n: ("kairo.logic._layers", n) for n in (
         "Binarize", "GroupSum", "LogicDense", "LogicConv2d", "OrPooling2d", "pairings",
@@ -28,6 +29,10 @@ _LAZY = {
     **{n: ("kairo.logic._train", n) for n in (
         "train", "load_data", "model_from_checkpoint", "snapshot_path", "describe_branch")},
     "find_fpga_tools": ("kairo.logic._fpga", "find_tools"),
+    # the pieces of `kairo logic bench` that benchmarks/logic_inference.py reuses
+    **{n: ("kairo.logic._bench", n) for n in (
+        "read_bandwidth", "bench_images", "bench_circuit", "AnchorCircuit", "time_calls",
+        "ANCHOR_FLAGS", "ANCHOR_BATCH")},
 }
 
 __all__ = ["Circuit", "circuit_images", "pack_bits", "unpack_bits", "COEFFS", "GATE_NAMES",
