@@ -6,7 +6,10 @@ trained them all.
 
 Usage::
 
-    python benchmarks/studies/pooling_combine.py RUN_DIR [RUN_DIR ...] --out OUT_DIR
+    python benchmarks/studies/pooling_combine.py RUN_DIR[:DATASET,...] [...] --out OUT_DIR
+
+``RUN_DIR:GunPoint,ArrowHead`` takes only those datasets' runs from a folder (e.g. the sets
+whose default changed since it was run are taken from a newer folder instead).
 
 Writes OUT_DIR/runs.csv, summary.csv, tests.csv, pooling.png and sources.json (the folders and
 each one's config.yaml, so differing settings stay visible).
@@ -26,11 +29,25 @@ NEED = {"dataset", "encoder", "pool", "seed", "test_accuracy", "val_accuracy", "
 KEY = ["dataset", "encoder", "pool", "seed"]
 
 
+def parse_source(arg: str) -> tuple[Path, list[str] | None]:
+    """``DIR`` or ``DIR:DATASET,...`` → (folder, the datasets to take or None for all)."""
+    head, sep, tail = arg.rpartition(":")
+    if not sep or "/" in tail or not head:
+        return Path(arg), None
+    names = [n.strip() for n in tail.split(",") if n.strip()]
+    if not names:
+        raise ValueError(f"{arg}: expected DIR or DIR:DATASET[,DATASET...], got no dataset "
+                         f"after ':'")
+    return Path(head), names
+
+
 def read_runs(dirs) -> pd.DataFrame:
-    """The runs.csv of every folder, joined; ValueError naming the folder when one is missing
-    or malformed, or when two folders hold the same (dataset, encoder, pool, seed)."""
+    """The runs.csv of every folder (``DIR`` or ``DIR:DATASET,...``), joined; ValueError naming
+    the folder when one is missing or malformed, lacks a dataset asked of it, or when two
+    folders hold the same (dataset, encoder, pool, seed)."""
     parts = []
-    for d in map(Path, dirs):
+    for arg in dirs:
+        d, only = parse_source(str(arg))
         path = d / "runs.csv"
         try:
             df = pd.read_csv(path)
@@ -39,7 +56,13 @@ def read_runs(dirs) -> pd.DataFrame:
         if not NEED <= set(df.columns):
             raise ValueError(f"{path}: expected a runs.csv of kairo tsc compare-pooling with "
                              f"columns {sorted(NEED)}; it has {sorted(df.columns)}")
-        parts.append(df.assign(source=str(d)))
+        if only is not None:
+            missing = sorted(set(only) - set(df.dataset))
+            if missing:
+                raise ValueError(f"{path}: has no runs of {', '.join(missing)} (it has "
+                                 f"{', '.join(sorted(set(df.dataset)))})")
+            df = df[df.dataset.isin(only)]
+        parts.append(df.assign(source=str(arg)))
     df = pd.concat(parts, ignore_index=True)
     dup = df[df.duplicated(KEY, keep=False)]
     if len(dup):
@@ -55,7 +78,9 @@ def main(argv=None) -> int:
     from kairo.runs import atomic_folder
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("dirs", nargs="+", type=Path, help="compare-pooling result folders")
+    parser.add_argument("dirs", nargs="+",
+                        help="compare-pooling result folders, each DIR or DIR:DATASET,... "
+                             "(only those datasets' runs)")
     parser.add_argument("--out", type=Path, required=True, help="folder to write (new)")
     args = parser.parse_args(argv)
     if args.out.exists():
@@ -66,9 +91,10 @@ def main(argv=None) -> int:
         parser.error(str(exc))
     summary, tests = summarize(df.drop(columns="source")), pooling_tests(df)
     sources = {}
-    for d in args.dirs:
+    for arg in args.dirs:
+        d = parse_source(arg)[0]
         cfg = d / "config.yaml"
-        sources[str(d)] = cfg.read_text() if cfg.is_file() else None
+        sources[arg] = cfg.read_text() if cfg.is_file() else None
     # written into a temporary sibling and renamed: no half-written result folder
     with atomic_folder(args.out) as tmp:
         df.to_csv(tmp / "runs.csv", index=False)

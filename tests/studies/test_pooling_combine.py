@@ -64,3 +64,26 @@ def test_pooling_combine_refuses_overlap_bad_tables_and_an_existing_out(load_ben
         assert msg in capsys.readouterr().err
         assert not (tmp_path / "out").exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_pooling_combine_takes_only_the_named_datasets_of_a_folder(load_benchmark, tmp_path,
+                                                                    capsys):
+    import pandas as pd
+
+    probe = load_benchmark("studies/pooling_combine")
+    old = _runs_dir(tmp_path / "old", ["GunPoint", "ArrowHead", "BasicMotions"])
+    new = _runs_dir(tmp_path / "new", ["GunPoint"])
+    # the newer folder's GunPoint replaces the old one's: no overlap error
+    assert probe.main([f"{old}:ArrowHead,BasicMotions", str(new),
+                       "--out", str(tmp_path / "out")]) == 0
+    runs = pd.read_csv(tmp_path / "out" / "runs.csv")
+    want = pd.concat([pd.read_csv(old / "runs.csv").query("dataset != 'GunPoint'"),
+                      pd.read_csv(new / "runs.csv")], ignore_index=True)
+    pd.testing.assert_frame_equal(runs.drop(columns="source"), want, check_dtype=False)
+    assert sorted(set(runs.source)) == sorted([f"{old}:ArrowHead,BasicMotions", str(new)])
+    for arg, msg in [(f"{old}:OSULeaf", "has no runs of OSULeaf"),
+                     (f"{old}:", "got no dataset after ':'")]:
+        with pytest.raises(SystemExit):
+            probe.main([arg, "--out", str(tmp_path / "out2")])
+        assert msg in capsys.readouterr().err
+        assert not (tmp_path / "out2").exists()
