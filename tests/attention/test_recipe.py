@@ -12,7 +12,7 @@ import torch
 from kairo._errors import ConfigError
 from kairo.attention import (ModelConfig, TrainConfig, TransformerEncoder, build_classifier,
                              n_epochs, param_groups)
-from kairo.attention._config import resolve_stem
+from kairo.attention._config import receptive_field, resolve_stem, resolve_stem_dilation
 from kairo.attention._encoders import _window_mean
 from kairo.attention._encodings import LearnedEncoding
 from kairo.attention._pooling import ClsPool, MultiHeadAttentionPool
@@ -100,6 +100,115 @@ def test_stem_blocks_auto_follows_the_series_length(tmp_path, max_len, blocks):
     # the stem is a conv-token option: no resolved value for other tokens or the ResNet
     assert "stem_blocks" not in ModelConfig(tokens="step").resolved(max_len)
     assert "stem_blocks" not in ModelConfig(encoder="resnet").resolved(max_len)
+
+
+@pytest.mark.parametrize("window,dilations", [(1, (1, 1, 1)), (14, (1, 1, 1)),
+                                              (15, (1, 1, 2)), (23, (1, 2, 4)),
+                                              (32, (1, 3, 6)), (100, (1, 12, 23))])
+def test_stem_dilation_auto_known_values(window, dilations):
+    """auto: undilated while the first block (kernels 8, 5, 3) sees 14 steps ≥ the window;
+    beyond, d_last = ⌈(window − 8) / 4⌉ and the middle conv half of it, rounded up."""
+    assert resolve_stem_dilation("auto", (8, 5, 3), window) == dilations
+    assert resolve_stem_dilation("off", (8, 5, 3), window) == (1, 1, 1)
+    assert resolve_stem_dilation("2,1,5", (8, 5, 3), window) == (2, 1, 5)
+
+
+@pytest.mark.parametrize("kernels", [(8, 5, 3), (7,), (9, 9), (3, 3, 3, 3), (8, 1, 1)])
+def test_stem_dilation_auto_covers_the_window_and_is_the_smallest_in_its_ratio(kernels):
+    """Any kernels: the block then sees at least the window, and no smaller last dilation in
+    the same ratio would."""
+    for window in range(1, 300):
+        d = resolve_stem_dilation("auto", kernels, window)
+        ones = (1,) * len(kernels)
+        rf = receptive_field(kernels, d)
+        if all(k == 1 for k in kernels[1:]) and len(kernels) > 1:
+            assert d == ones                          # nothing a dilation could widen
+            continue
+        assert rf >= window
+        if d != ones:
+            assert d[0] == 1 or len(kernels) == 1     # the first conv reads full detail
+            assert list(d[1:]) == sorted(d[1:])       # growing towards the last
+            assert receptive_field(kernels, ones) < window
+            # smallest: with the last conv's dilation one less (the rest in the 1 : 2 … ratio,
+            # unrounded) the block would no longer cover the window
+            n = len(kernels) - 1 or 1
+            later = kernels[1:] if len(kernels) > 1 else kernels
+            base = 1 + (kernels[0] - 1 if len(kernels) > 1 else 0)
+            assert base + sum((k - 1) * (d[-1] - 1) / 2 ** (n - 1 - i)
+                              for i, k in enumerate(later)) < window
+
+
+def test_stem_receptive_field_measured_by_the_gradient():
+    """One output step of the dilated stem depends on exactly receptive_field input steps."""
+    torch.manual_seed(3)
+    enc = TransformerEncoder(1, d=8, n_heads=2, layers=1, tokens="conv", max_len=2000,
+                             stem_dilations=(1, 3, 6)).eval()
+    for layout in ("bct", "channels_last"):
+        enc.stem.layout = layout
+        x = torch.randn(1, 1, 400, requires_grad=True)
+        feats, _ = enc.stem(x)                                            # [1, 400, 8]
+        feats[0, 200].abs().sum().backward()
+        seen = (x.grad[0, 0] != 0).nonzero().flatten()
+        assert seen.max() - seen.min() + 1 == receptive_field((8, 5, 3), (1, 3, 6)) == 32
+
+
+@pytest.mark.parametrize("max_len,dilations", [(150, [1, 1, 1]), (896, [1, 1, 1]),
+                                               (897, [1, 1, 2]), (1460, [1, 2, 4]),
+                                               (2000, [1, 3, 6])])
+def test_stem_dilation_auto_follows_the_window_and_survives_saving(tmp_path, max_len,
+                                                                  dilations):
+    """The default dilates only series whose windows exceed 14 steps (over 896 steps with 64
+    tokens); the model records and saves what it built, and loads it back even if the rule
+    were to change."""
+    from kairo.attention import load_classifier, save_classifier
+
+    cfg = ModelConfig(d_model=8, n_heads=2, blocks=1)
+    assert cfg.stem_dilation == "auto"
+    model = build_classifier(cfg, 1, 2, max_len=max_len).eval()
+    assert model.resolved["stem_dilations"] == dilations
+    assert [c.dilation[0] for c in model.encoder.stem.blocks[0].convs] == dilations
+    path = tmp_path / "m.pt"
+    save_classifier(path, model, cfg)
+    back, _ = load_classifier(path)
+    assert back.cfg.stem_dilation == ",".join(map(str, dilations))          # pinned
+    x = torch.randn(2, 1, max_len)
+    torch.testing.assert_close(back(x), model(x))
+    off = build_classifier(ModelConfig(d_model=8, n_heads=2, blocks=1, stem_dilation="off"), 1,
+                           2, max_len=max_len)
+    assert off.resolved["stem_dilations"] == [1, 1, 1]
+    assert "stem_dilations" not in ModelConfig(tokens="patch").resolved(max_len)
+    assert "stem_dilations" not in ModelConfig(encoder="resnet").resolved(max_len)
+
+
+def test_dilated_stem_ignores_padding_and_equals_truncation():
+    torch.manual_seed(4)
+    cfg = ModelConfig(tokens="conv", max_tokens=8, d_model=16, n_heads=4, blocks=1,
+                      stem_blocks=2)
+    model = build_classifier(cfg, 2, 3, max_len=400).eval()        # windows of 50 steps
+    assert model.resolved["stem_dilations"] == [1, 6, 11]
+    x = torch.randn(3, 2, 400)
+    mask = _mask([400, 230, 61], 400)
+    junk = x.clone()
+    junk[~mask[:, None, :].expand_as(x)] = 1e3
+    for layout in ("bct", "channels_last"):
+        model.encoder.stem.layout = layout
+        full = model(x, mask)
+        torch.testing.assert_close(model(junk, mask), full, atol=1e-4, rtol=0)
+        torch.testing.assert_close(model(x[1:2, :, :230]), full[1:2], atol=1e-4, rtol=0)
+    model.train()                                  # the masked batch-norm path, too
+    model(junk, mask).sum().backward()
+
+
+def test_stem_dilation_errors():
+    with pytest.raises(ConfigError, match="stem_dilation must be auto, off or 3 comma-separated"):
+        ModelConfig(stem_dilation="1,2")
+    with pytest.raises(ConfigError, match="got '1,0,2'"):
+        ModelConfig(stem_dilation="1,0,2")
+    with pytest.raises(ConfigError, match="got 'wide'"):
+        ModelConfig(stem_dilation="wide")
+    ModelConfig(encoder="resnet", stem_dilation="wide")   # a Transformer option: not read
+    with pytest.raises(ConfigError, match="dilations must be one integer ≥ 1 per kernel"):
+        TransformerEncoder(1, tokens="conv", stem_dilations=(1, 2))
 
 
 def test_conv_tokens_config_errors():

@@ -272,6 +272,27 @@ def test_maps_and_encodings_figures(trained, tmp_path, capsys):
     assert e["max_offset_rotation_error"] < 1e-5
 
 
+def test_stem_dilation_auto_is_recorded_as_what_it_built(tmp_path):
+    """--stem-dilation auto stays "auto" in config.yaml; run.json and the model file give the
+    dilations built: ACSF1's windows of 23 steps dilate the stem (1, 2, 4), GunPoint's 3 do
+    not, and --stem-dilation off pins none."""
+    import yaml
+
+    from kairo.attention import load_classifier
+
+    for dataset, extra, built in (("ACSF1", [], [1, 2, 4]), ("GunPoint", [], [1, 1, 1]),
+                                  ("ACSF1", ["--stem-dilation", "off"], [1, 1, 1])):
+        out = tmp_path / f"{dataset}{len(extra)}"
+        assert main(["tsc", "train", "--dataset", dataset, *FAST, "--epochs", "1", *extra,
+                     "--out", str(out)]) == 0
+        assert yaml.safe_load((out / "config.yaml").read_text())["stem_dilation"] == (
+            "off" if extra else "auto")
+        model, meta = load_classifier(out / "model.pt")
+        assert meta["stem_dilations"] == built
+        assert [c.dilation[0] for c in model.encoder.stem.blocks[0].convs] == built
+        assert json.loads((out / "run.json").read_text())["resolved"]["stem_dilations"] == built
+
+
 def test_compare_pooling_and_benchmark_reuse(tmp_path, capsys):
     out = tmp_path / "cmp"
     assert main(["tsc", "compare-pooling", "--datasets", "ItalyPowerDemand", "--encoders",

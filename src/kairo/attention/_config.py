@@ -15,7 +15,9 @@ per dataset, and a run records what they resolved to in run.json.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 from kairo._app import check_fields, option
 from kairo._errors import ConfigError
@@ -49,6 +51,7 @@ BN_STATS = ("running", "recompute")
 SELECTS = ("holdout", "cv")
 SAMS = ("auto", "on", "off")
 MIXUPS = ("auto", "on", "off")
+STEM_DILATIONS = ("auto", "off")             # or the integers themselves, e.g. "1,3,6"
 # the classifiers a user would otherwise run, fitted beside kairo in `kairo tsc benchmark`
 # (aeon's convolution-based classifiers, kairo.attention._peers)
 PEERS = ("minirocket", "multirocket-hydra")
@@ -88,6 +91,53 @@ def resolve_stem(stem_blocks: int, max_len: int) -> int:
     if stem_blocks:
         return stem_blocks
     return STEM_AUTO[0] if max_len <= STEM_AUTO[1] else STEM_AUTO[2]
+
+
+# stem_dilation "auto": on a long series a token averages a window of more steps than the
+# stem's first block sees (14 with kernels 8, 5, 3), so each feature inside it describes a
+# piece of the token, never its whole shape; dilating the block's later convolutions widens
+# what one feature sees to the window at no cost (PigCVP, 2,000 steps: docs/notes/attention.md,
+# "A dilated stem for long series")
+def receptive_field(kernel_sizes, dilations) -> int:
+    """Steps one output of a stack of stride-1 convolutions sees: 1 + Σ (k − 1) · d."""
+    return 1 + sum((int(k) - 1) * int(d) for k, d in zip(kernel_sizes, dilations))
+
+
+def resolve_stem_dilation(stem_dilation: str, kernel_sizes, window: int) -> tuple[int, ...]:
+    """The dilations of the conv stem's first block, one per kernel: ``stem_dilation`` given
+    as integers ("1,3,6"); "off" → all 1; "auto" → all 1 where the block already sees a whole
+    window of ``window`` steps, else the first convolution at 1 (it reads the series at full
+    detail) and the later ones in the ratio 1 : 2 : 4 … towards the last, d_last the smallest
+    integer for which that ratio's receptive field covers the window, each then rounded up
+    (kernels 8, 5, 3: d_last = ⌈(window − 8) / 4⌉, a window of 32 gives 1, 3, 6)."""
+    ks = tuple(int(k) for k in kernel_sizes)
+    if stem_dilation not in STEM_DILATIONS:
+        return parse_dilations(stem_dilation, len(ks))
+    ones = (1,) * len(ks)
+    if stem_dilation == "off" or receptive_field(ks, ones) >= window:
+        return ones
+    first, later = (ks[:1], ks[1:]) if len(ks) > 1 else ((), ks)
+    # receptive field = 1 + Σ first (k − 1) + d_last · Σ later (k − 1) / 2^(steps from last)
+    per = sum(Fraction(k - 1, 2 ** (len(later) - 1 - i)) for i, k in enumerate(later))
+    if per == 0:                             # 1-step kernels see one step however dilated
+        return ones
+    need = window - 1 - sum(k - 1 for k in first)
+    last = math.ceil(Fraction(need) / per)
+    grown = tuple(math.ceil(Fraction(last, 2 ** (len(later) - 1 - i))) for i in range(len(later)))
+    return (1,) * len(first) + grown
+
+
+def parse_dilations(text: str, n: int) -> tuple[int, ...]:
+    """"1,3,6" → (1, 3, 6), one integer ≥ 1 per kernel of the block (``n``); ConfigError
+    otherwise."""
+    try:
+        out = tuple(int(v) for v in str(text).split(","))
+    except ValueError:
+        out = ()
+    if len(out) != n or min(out, default=0) < 1:
+        raise ConfigError(f"stem_dilation must be auto, off or {n} comma-separated integers "
+                          f"≥ 1 (one per kernel of --kernel-sizes), got {text!r}")
+    return out
 
 
 # sam "auto": sharpness-aware steps on series of at most 64 steps, where the default's 64
@@ -150,6 +200,11 @@ class ModelOptions:
     max_tokens: int = option(64, "--tokens conv: the most tokens attention sees; the stem's "
                              "output is averaged over windows of ceil(length / max_tokens) "
                              "steps", low=1)
+    stem_dilation: str = option("auto", "--tokens conv: dilations of the stem's first block, "
+                                "one per kernel (e.g. 1,3,6); auto: where a token's window is "
+                                "longer than the block sees (14 steps for 8,5,3: series over "
+                                "14 × max_tokens steps), the later convolutions are dilated "
+                                "until it sees a whole window; off: none")
     positional: str = option("rope", "positional encoding: sinusoidal, learned, rope, "
                              "none", choices=POSITIONALS)
     dropout: float = option(0.1, "dropout on the Transformer's residual and MLP paths (never "
@@ -319,6 +374,8 @@ def _check_model(cfg, encoder: str, pool: str) -> None:
         raise ConfigError(f"pool_heads ({cfg.pool_heads}) must divide d_model ({cfg.d_model})")
     if encoder != "transformer":
         return
+    if cfg.stem_dilation not in STEM_DILATIONS:
+        parse_dilations(cfg.stem_dilation, len(cfg.kernel_sizes))
     if cfg.d_model % cfg.n_heads:
         raise ConfigError(f"d_model: d_model {cfg.d_model} is not divisible by n_heads "
                           f"{cfg.n_heads}")
@@ -382,8 +439,8 @@ class ModelConfig(ModelOptions, EncoderPool):
     """Architecture of a :class:`TSClassifier` (training options live in TrainConfig).
 
     ``blocks`` counts Transformer blocks or ResNet blocks. ``norm_position``, ``tokens``,
-    ``patch``, ``stem_blocks``, ``max_tokens``, ``positional``, ``n_heads`` and ``n_kv_heads``
-    only matter for the Transformer encoder; ``kernel_sizes`` for the ResNet and the
+    ``patch``, ``stem_blocks``, ``stem_dilation``, ``max_tokens``, ``positional``, ``n_heads``
+    and ``n_kv_heads`` only matter for the Transformer encoder; ``kernel_sizes`` for the ResNet and the
     Transformer's conv tokens. ``pool_heads`` is used by the "mha" pool and
     by the "cls" pool's own block (ResNet only); ``pool_queries`` by "mha".
     ``head_norm`` ("true") puts a LayerNorm between the pooled vector and the linear layer;
@@ -403,10 +460,13 @@ class ModelConfig(ModelOptions, EncoderPool):
     def resolved(self, max_len: int | None = None) -> dict:
         """``head_norm`` (bool) and ``weight_init`` ("torch"/"glorot") with "auto" read as
         this encoder's default; given the series length ``max_len``, a Transformer on conv
-        tokens adds ``stem_blocks`` (0 read by :func:`resolve_stem`)."""
+        tokens adds ``stem_blocks`` (0 read by :func:`resolve_stem`) and ``stem_dilations``
+        (:func:`resolve_stem_dilation` on the window of ceil(max_len / max_tokens) steps)."""
         out = resolve_head(self.encoder, self.head_norm, self.weight_init)
         if max_len is not None and self.encoder == "transformer" and self.tokens == "conv":
             out["stem_blocks"] = resolve_stem(self.stem_blocks, max_len)
+            out["stem_dilations"] = list(resolve_stem_dilation(
+                self.stem_dilation, self.kernel_sizes, -(-max_len // self.max_tokens)))
         return out
 
 

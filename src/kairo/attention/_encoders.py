@@ -130,37 +130,42 @@ class _BatchNormCL(nn.BatchNorm1d):
 
 def _conv(conv: nn.Conv1d, x: torch.Tensor, weight=None, bias=None) -> torch.Tensor:
     """A Conv1d (optionally with other weight and bias) on x [B, C, T], or on channels-last
-    x [B, C, 1, T] as the conv2d it is inside PyTorch (stride and padding carried over; the
-    ResNet's convs use no dilation and one group)."""
+    x [B, C, 1, T] as the conv2d it is inside PyTorch (stride, padding and dilation carried
+    over; the ResNet's convs use one group)."""
     w = conv.weight if weight is None else weight
     b = conv.bias if weight is None else bias
     if x.dim() == 3:
-        return F.conv1d(x, w, b, conv.stride, conv.padding)
+        return F.conv1d(x, w, b, conv.stride, conv.padding, conv.dilation)
     w = w.unsqueeze(2).contiguous(memory_format=torch.channels_last)
-    return F.conv2d(x, w, b, (1, conv.stride[0]), (0, conv.padding[0]))
+    return F.conv2d(x, w, b, (1, conv.stride[0]), (0, conv.padding[0]),
+                    (1, conv.dilation[0]))
 
 
 class _ResBlock(nn.Module):
     """conv→BN→ReLU, conv→BN→ReLU, conv→BN, + shortcut, ReLU ('same' padding, zeroed mask).
 
     The shortcut is a 1×1 conv + BN when the width or length changes; otherwise BN (as in
-    Fawaz et al.'s code and tsai).
+    Fawaz et al.'s code and tsai). ``dilations`` (one per kernel, default all 1) spread each
+    convolution's taps.
 
     forward takes either layout of :func:`resnet_layout`: [B, C, T], or [B, C, 1, T] in
     channels-last memory (time-major, channels innermost); the modules stay Conv1d and
     BatchNorm1d, so state dicts do not depend on the layout."""
 
-    def __init__(self, c_in: int, c_out: int, kernel_sizes, stride: int, fk: dict):
+    def __init__(self, c_in: int, c_out: int, kernel_sizes, stride: int, fk: dict,
+                 dilations=None):
         super().__init__()
         self.kernel_sizes, self.stride = tuple(kernel_sizes), stride
+        self.dilations = tuple(dilations or (1,) * len(self.kernel_sizes))
         chans = [c_in] + [c_out] * len(self.kernel_sizes)
         # no conv bias: batch norm's shift follows immediately
-        # an odd kernel pads symmetrically inside the conv; an even one (8) needs one more zero
-        # on the right, added by F.pad in forward (one copy of the input per such conv)
+        # an odd span (k − 1)·d pads symmetrically inside the conv; an even one (k = 8, d = 1)
+        # needs one more zero on the right, added by F.pad in forward (one copy of the input
+        # per such conv)
         self.convs = nn.ModuleList(
-            nn.Conv1d(a, c_out, k, stride=stride if i == 0 else 1, padding=(k - 1) // 2,
-                      bias=False, **fk)
-            for i, (a, k) in enumerate(zip(chans[:-1], self.kernel_sizes)))
+            nn.Conv1d(a, c_out, k, stride=stride if i == 0 else 1, padding=(k - 1) * q // 2,
+                      dilation=q, bias=False, **fk)
+            for i, (a, k, q) in enumerate(zip(chans[:-1], self.kernel_sizes, self.dilations)))
         self.norms = nn.ModuleList(_BatchNormCL(c_out, **fk) for _ in self.kernel_sizes)
         if c_in != c_out or stride != 1:
             self.shortcut = nn.Sequential(
@@ -179,11 +184,12 @@ class _ResBlock(nn.Module):
         y = x
         last = len(self.convs) - 1
         fuse = not self.training      # inference: batch norm folded into the conv, one pass less
-        for i, (conv, bn, k) in enumerate(zip(self.convs, self.norms, self.kernel_sizes)):
+        for i, (conv, bn, k, q) in enumerate(zip(self.convs, self.norms, self.kernel_sizes,
+                                                 self.dilations)):
             if i and m_out is not None:
                 y = y * m_out
             # 'same' padding for any k (PyTorch's padding="same" refuses stride > 1)
-            if k % 2 == 0:
+            if (k - 1) * q % 2:
                 y = F.pad(y, (0, 1))
             y = _conv_bn_eval(conv, bn, y) if fuse else bn(_conv(conv, y), m_out)
             # in place (batch norm's backward needs its input, not its output): one [B, C, T]
@@ -219,12 +225,14 @@ class ResNet1D(nn.Module):
     with masked tokens set to 0; ``steps_per_token`` = stride ** blocks.
     ``layout`` ("auto", "channels_last" or "bct"; an attribute that may be changed later) is the
     memory layout the blocks compute in, resolved per call by :func:`resnet_layout`; it changes
-    speed, not the function or the state dict.
+    speed, not the function or the state dict. ``dilations`` (one per kernel) dilate the first
+    block's convolutions (the Transformer's conv stem on long series); the others use none.
     """
 
     def __init__(self, in_channels: int, d: int = 64, blocks: int = 3,
                  kernel_sizes: tuple[int, ...] = (8, 5, 3), stride: int = 1,
-                 *, widen: bool = True, layout: str = "auto", device=None, dtype=None):
+                 *, widen: bool = True, layout: str = "auto", device=None, dtype=None,
+                 dilations: tuple[int, ...] | None = None):
         super().__init__()
         resnet_layout(layout)                                   # validates
         self.layout = layout
@@ -235,13 +243,17 @@ class ResNet1D(nn.Module):
         if not kernel_sizes or any(int(k) < 1 for k in kernel_sizes):
             raise ConfigError(f"kernel_sizes must be a non-empty list of sizes ≥ 1, got "
                               f"{kernel_sizes}")
+        if dilations is not None and (len(dilations) != len(kernel_sizes)
+                                      or any(int(q) < 1 for q in dilations)):
+            raise ConfigError(f"dilations must be one integer ≥ 1 per kernel size "
+                              f"{tuple(kernel_sizes)}, got {tuple(dilations)}")
         fk = {"device": device, "dtype": dtype}
         widths = [d] + [2 * d if widen else d] * (blocks - 1)
         self.in_channels, self.d_out = in_channels, widths[-1]
         self.steps_per_token = stride ** blocks
         self.blocks = nn.ModuleList(
-            _ResBlock(a, b, kernel_sizes, stride, fk)
-            for a, b in zip([in_channels] + widths[:-1], widths))
+            _ResBlock(a, b, kernel_sizes, stride, fk, dilations if i == 0 else None)
+            for i, (a, b) in enumerate(zip([in_channels] + widths[:-1], widths)))
         self.last_weights = None          # no attention; kept for a uniform encoder interface
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, *,
@@ -284,7 +296,8 @@ class TransformerEncoder(nn.Module):
     a patch is valid if any of its steps is. ``"conv"``: a convolutional stem, ``stem_blocks``
     residual blocks of width d (:class:`ResNet1D`, ``kernel_sizes``) at full resolution, whose
     outputs are averaged over windows of ceil(max_len / max_tokens) steps (valid steps only),
-    so attention sees at most ``max_tokens`` tokens that already carry local shape.
+    so attention sees at most ``max_tokens`` tokens that already carry local shape;
+    ``stem_dilations`` (one per kernel, None = none) dilate the stem's first block.
     ``positional="rope"`` rotates q/k inside attention; "sinusoidal"/"learned" are added to the
     tokens; "none" uses no positions. ``max_len`` is the
     longest series (in steps) the encoder accepts.
@@ -302,7 +315,8 @@ class TransformerEncoder(nn.Module):
                  dropout: float = 0.1, norm: str = "pre", tokens: str = "step", patch: int = 16,
                  positional: str = "sinusoidal", max_len: int = DEFAULT_MAX_LEN, *,
                  stem_blocks: int = 1, kernel_sizes: tuple[int, ...] = (8, 5, 3),
-                 max_tokens: int = 64, device=None, dtype=None):
+                 max_tokens: int = 64, stem_dilations: tuple[int, ...] | None = None,
+                 device=None, dtype=None):
         super().__init__()
         if tokens not in TOKENS:
             raise ConfigError(f"tokens must be one of {', '.join(TOKENS)}; got {tokens!r}")
@@ -323,7 +337,8 @@ class TransformerEncoder(nn.Module):
             # a fixed window per model (set by the training length), so a series' tokens do
             # not depend on how long the other series of its batch are
             self.patch = -(-max_len // max_tokens)
-            self.stem = ResNet1D(in_channels, d, stem_blocks, kernel_sizes, widen=False, **fk)
+            self.stem = ResNet1D(in_channels, d, stem_blocks, kernel_sizes, widen=False,
+                                 dilations=stem_dilations, **fk)
             self.embed = None
         else:
             self.patch = patch if tokens == "patch" else 1

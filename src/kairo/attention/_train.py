@@ -613,6 +613,8 @@ def load_classifier(path, expect_arch: dict | None = None) -> tuple[nn.Module, d
                   "weight_init": resolved["weight_init"]}
         if "stem_blocks" in resolved:
             pinned["stem_blocks"] = int(resolved["stem_blocks"])
+        if "stem_dilations" in resolved:
+            pinned["stem_dilation"] = ",".join(str(int(q)) for q in resolved["stem_dilations"])
     except (KeyError, TypeError, ValueError):
         raise DataError(f"model file {path}: incomplete (needs arch, config, resolved, meta "
                         f"and model)") from None
