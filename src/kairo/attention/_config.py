@@ -123,7 +123,8 @@ def resolve_stem_dilation(stem_dilation: str, kernel_sizes, window: int) -> tupl
         return ones
     need = window - 1 - sum(k - 1 for k in first)
     last = math.ceil(Fraction(need) / per)
-    grown = tuple(math.ceil(Fraction(last, 2 ** (len(later) - 1 - i))) for i in range(len(later)))
+    grown = tuple(math.ceil(Fraction(last, 2 ** (len(later) - 1 - i)))
+                  for i in range(len(later)))
     return (1,) * len(first) + grown
 
 
@@ -440,8 +441,8 @@ class ModelConfig(ModelOptions, EncoderPool):
 
     ``blocks`` counts Transformer blocks or ResNet blocks. ``norm_position``, ``tokens``,
     ``patch``, ``stem_blocks``, ``stem_dilation``, ``max_tokens``, ``positional``, ``n_heads``
-    and ``n_kv_heads`` only matter for the Transformer encoder; ``kernel_sizes`` for the ResNet and the
-    Transformer's conv tokens. ``pool_heads`` is used by the "mha" pool and
+    and ``n_kv_heads`` only matter for the Transformer encoder; ``kernel_sizes`` for the
+    ResNet and the Transformer's conv tokens. ``pool_heads`` is used by the "mha" pool and
     by the "cls" pool's own block (ResNet only); ``pool_queries`` by "mha".
     ``head_norm`` ("true") puts a LayerNorm between the pooled vector and the linear layer;
     "false" feeds the pooled vector straight to it, as in Fawaz et al.'s ResNet.

@@ -159,7 +159,7 @@ class _ResBlock(nn.Module):
         self.dilations = tuple(dilations or (1,) * len(self.kernel_sizes))
         chans = [c_in] + [c_out] * len(self.kernel_sizes)
         # no conv bias: batch norm's shift follows immediately
-        # an odd span (k − 1)·d pads symmetrically inside the conv; an even one (k = 8, d = 1)
+        # an even span (k − 1)·d pads symmetrically inside the conv; an odd one (k = 8, d = 1)
         # needs one more zero on the right, added by F.pad in forward (one copy of the input
         # per such conv)
         self.convs = nn.ModuleList(
