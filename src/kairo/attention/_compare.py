@@ -19,7 +19,7 @@ from kairo._stats import sign_test_p, welch_p, wilcoxon_p
 from kairo.attention._config import (ENCODERS, HEAD_NORMS, UNIVARIATE, WEIGHT_INITS,
                                      BenchmarkConfig, CompareConfig, ModelConfig, TrainConfig,
                                      model_config, resolve_head, resolve_mixup,
-                                     resolve_sam, resolve_stem_dilation, train_config)
+                                     resolve_sam, train_config)
 
 
 __all__ = ["CompareConfig", "BenchmarkConfig", "run_grid", "pooling_tests", "summarize",
@@ -349,9 +349,10 @@ def _record_resolved(cfg, rd, datasets) -> None:
     rd.resolve("mixup", {ds: {enc: "on" if resolve_mixup(cfg.mixup, enc, cfg.tokens, v)
                               else "off" for enc in cfg.encoders} for ds, v in smooth.items()})
     if "transformer" in cfg.encoders and cfg.tokens == "conv":
-        rd.resolve("stem_dilations", {ds: list(resolve_stem_dilation(
-            cfg.stem_dilation, cfg.kernel_sizes, -(-d.n_steps // cfg.max_tokens)))
-            for ds, d in train.items()})
+        # what the grid's Transformers build, by the one rule they are built with
+        tf = model_config(cfg, encoder="transformer", pool=cfg.pools[0])
+        rd.resolve("stem_dilations", {ds: tf.resolved(d.n_steps)["stem_dilations"]
+                                      for ds, d in train.items()})
 
 
 def run_compare(cfg: CompareConfig, rd, progress_bar=None) -> str:
