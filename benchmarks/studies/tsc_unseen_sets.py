@@ -111,8 +111,10 @@ def collect(data: Path, runs: Path) -> "pd.DataFrame":
                              "member_accuracies": " ".join(f"{m['test_accuracy']:.6f}"
                                                            for m in metrics["members"]),
                              "train_seconds": summary.get("train_seconds"),
+                             "stem_blocks": resolved.get("stem_blocks"),
                              "stem_dilations": " ".join(map(str, resolved.get(
                                  "stem_dilations", []))) or None,
+                             "stem_pool": resolved.get("stem_pool"),
                              "smoothness": smooth})
         if train.mask is not None or test.mask is not None:
             continue                        # aeon's peers take equal-length series only

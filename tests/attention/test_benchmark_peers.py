@@ -5,6 +5,8 @@ one candidate."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -94,6 +96,9 @@ def test_multivariate_sets_with_peers_and_convtran(tmp_path, capsys):
                                                         ("kairo", 0), ("kairo", 1)]
     assert (each.fit_seconds > 0).all() and each.accuracy.between(0, 1).all()
     assert set(each.scaling) == {"channel"}                    # auto, for several channels
+    resolved = json.loads((out / "run.json").read_text())["resolved"]     # the stem, per set
+    for key, value in (("stem_blocks", 3), ("stem_dilations", [1, 1, 1]), ("stem_pool", 1)):
+        assert resolved[key] == {"JapaneseVowels": value, "BasicMotions": value}
     mr = each[each.method == "MiniRocket"].groupby("dataset")
     assert table.MiniRocket.to_dict() == pytest.approx(mr.accuracy.mean().to_dict())
     assert table.MiniRocket_fit_seconds.to_dict() == pytest.approx(

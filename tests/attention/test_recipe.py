@@ -12,7 +12,8 @@ import torch
 from kairo._errors import ConfigError
 from kairo.attention import (ModelConfig, TrainConfig, TransformerEncoder, build_classifier,
                              n_epochs, param_groups)
-from kairo.attention._config import receptive_field, resolve_stem, resolve_stem_dilation
+from kairo.attention._config import (receptive_field, resolve_stem, resolve_stem_dilation,
+                                     stem_pool)
 from kairo.attention._encoders import _window_mean
 from kairo.attention._encodings import LearnedEncoding
 from kairo.attention._pooling import ClsPool, MultiHeadAttentionPool
@@ -78,23 +79,30 @@ def test_conv_tokens_train_and_every_parameter_gets_a_gradient():
     assert model.attention_maps(torch.randn(1, 1, 30))["steps_per_token"] == 5
 
 
-@pytest.mark.parametrize("max_len,blocks", [(24, 3), (512, 3), (513, 1), (1460, 1)])
+def _stem_blocks(encoder) -> int:
+    pooled = encoder.stem_pooled
+    return len(encoder.stem.blocks) + (len(pooled.blocks) if pooled is not None else 0)
+
+
+@pytest.mark.parametrize("max_len,blocks", [(24, 3), (512, 3), (513, 1), (896, 1),
+                                            (897, 2), (1460, 2)])
 def test_stem_blocks_auto_follows_the_series_length(tmp_path, max_len, blocks):
-    """stem_blocks 0 (the default) builds 3 full-resolution blocks up to 512 steps and 1
-    beyond; the config keeps 0, the model records what it built, and a saved model is
-    rebuilt with the same stem."""
+    """stem_blocks 0 (the default) builds 3 full-resolution blocks up to 512 steps, 1 beyond,
+    and 2 where the first is dilated (over 896 steps); the config keeps 0, the model records
+    what it built, and a saved model is rebuilt with the same stem."""
     from kairo.attention import load_classifier, save_classifier
 
     cfg = ModelConfig(d_model=8, n_heads=2, blocks=1)
     assert cfg.stem_blocks == 0
-    assert resolve_stem(0, max_len) == blocks and resolve_stem(2, max_len) == 2
+    assert resolve_stem(0, max_len, dilated=max_len > 896) == blocks
+    assert resolve_stem(2, max_len) == 2 and resolve_stem(0, 2000, dilated=False) == 1
     model = build_classifier(cfg, 1, 2, max_len=max_len).eval()
-    assert len(model.encoder.stem.blocks) == blocks
+    assert _stem_blocks(model.encoder) == blocks
     assert model.resolved["stem_blocks"] == blocks and model.arch["stem_blocks"] == 0
     path = tmp_path / "m.pt"
     save_classifier(path, model, cfg)
     back, _ = load_classifier(path)
-    assert len(back.encoder.stem.blocks) == blocks
+    assert _stem_blocks(back.encoder) == blocks
     x = torch.randn(2, 1, max_len)
     torch.testing.assert_close(back(x), model(x))
     # the stem is a conv-token option: no resolved value for other tokens or the ResNet
@@ -180,6 +188,44 @@ def test_stem_dilation_auto_follows_the_window_and_survives_saving(tmp_path, max
     assert "stem_dilations" not in ModelConfig(encoder="resnet").resolved(max_len)
 
 
+@pytest.mark.parametrize("blocks,dilations,pool", [(2, (1, 3, 6), 12), (3, (1, 2, 4), 8),
+                                                   (1, (1, 3, 6), 1), (3, (1, 1, 1), 1),
+                                                   (2, (2,), 4)])
+def test_stem_pool_known_values(blocks, dilations, pool):
+    """Blocks after a dilated first block read its output pooled over 2 × its last dilation;
+    one block or an undilated first block pools nothing."""
+    assert stem_pool(blocks, dilations) == pool
+
+
+@pytest.mark.parametrize("max_len,dilations,pool,n_tok", [(2000, [1, 3, 6], 12, 56),
+                                                          (1460, [1, 2, 4], 8, 61)])
+def test_pooled_stem_block_spans_several_windows(max_len, dilations, pool, n_tok):
+    """The default on a long series: a dilated first block at full resolution, a second
+    block dilated 1, 2, 4 on its output averaged over 2d steps. One of its outputs depends
+    on exactly 24 pooled steps of first-block features: 24 · q + rf − 1 input steps (319 on
+    2,000 steps, a heartbeat or two of PigCVP), where the first block alone sees 32."""
+    torch.manual_seed(5)
+    model = build_classifier(ModelConfig(d_model=32, n_heads=2, blocks=1), 1, 2,
+                             max_len=max_len).eval()          # wide: no edge tap all ReLU-dead
+    enc = model.encoder
+    assert model.resolved["stem_dilations"] == dilations and model.resolved["stem_pool"] == pool
+    assert [c.dilation[0] for c in enc.stem_pooled.blocks[0].convs] == [1, 2, 4]
+    assert enc.steps_per_token == pool * enc.patch
+    tokens, _ = enc(torch.randn(2, 1, max_len))
+    assert tokens.shape == (2, n_tok, 32)
+    rf = receptive_field((8, 5, 3), dilations)
+    for layout in ("bct", "channels_last"):
+        enc.stem.layout = enc.stem_pooled.layout = layout
+        x = torch.randn(1, 1, max_len, requires_grad=True)
+        feats, _ = enc.stem(x)
+        pooled, _ = _window_mean(feats, None, pool)
+        out, _ = enc.stem_pooled(pooled.transpose(1, 2))
+        out[0, 60].abs().sum().backward()
+        seen = (x.grad[0, 0] != 0).nonzero().flatten()
+        assert seen.max() - seen.min() + 1 == receptive_field((8, 5, 3), (1, 2, 4)) * pool \
+            + rf - 1
+
+
 def test_dilated_stem_ignores_padding_and_equals_truncation():
     torch.manual_seed(4)
     cfg = ModelConfig(tokens="conv", max_tokens=8, d_model=16, n_heads=4, blocks=1,
@@ -190,8 +236,9 @@ def test_dilated_stem_ignores_padding_and_equals_truncation():
     mask = _mask([400, 230, 61], 400)
     junk = x.clone()
     junk[~mask[:, None, :].expand_as(x)] = 1e3
+    assert model.resolved["stem_pool"] == 22                      # the second block pooled
     for layout in ("bct", "channels_last"):
-        model.encoder.stem.layout = layout
+        model.encoder.stem.layout = model.encoder.stem_pooled.layout = layout
         full = model(x, mask)
         torch.testing.assert_close(model(junk, mask), full, atol=1e-4, rtol=0)
         torch.testing.assert_close(model(x[1:2, :, :230]), full[1:2], atol=1e-4, rtol=0)
@@ -209,6 +256,10 @@ def test_stem_dilation_errors():
     ModelConfig(encoder="resnet", stem_dilation="wide")   # a Transformer option: not read
     with pytest.raises(ConfigError, match="dilations must be one integer ≥ 1 per kernel"):
         TransformerEncoder(1, tokens="conv", stem_dilations=(1, 2))
+    with pytest.raises(ConfigError, match="stem_pool=4 needs stem_blocks ≥ 2"):
+        TransformerEncoder(1, tokens="conv", stem_pool=4)
+    with pytest.raises(ConfigError, match="stem_pool=0"):
+        TransformerEncoder(1, tokens="conv", stem_blocks=2, stem_pool=0)
 
 
 def test_conv_tokens_config_errors():

@@ -274,14 +274,16 @@ def test_maps_and_encodings_figures(trained, tmp_path, capsys):
 
 def test_stem_dilation_auto_is_recorded_as_what_it_built(tmp_path):
     """--stem-dilation auto stays "auto" in config.yaml; run.json and the model file give the
-    dilations built: ACSF1's windows of 23 steps dilate the stem (1, 2, 4), GunPoint's 3 do
-    not, and --stem-dilation off pins none."""
+    dilations built: ACSF1's windows of 23 steps dilate the stem (1, 2, 4) and add a second
+    block on its output pooled over 8 steps, GunPoint's 3 do neither, and --stem-dilation off
+    pins none (and one block)."""
     import yaml
 
     from kairo.attention import load_classifier
 
-    for dataset, extra, built in (("ACSF1", [], [1, 2, 4]), ("GunPoint", [], [1, 1, 1]),
-                                  ("ACSF1", ["--stem-dilation", "off"], [1, 1, 1])):
+    for dataset, extra, built, blocks, pool in (
+            ("ACSF1", [], [1, 2, 4], 2, 8), ("GunPoint", [], [1, 1, 1], 3, 1),
+            ("ACSF1", ["--stem-dilation", "off"], [1, 1, 1], 1, 1)):
         out = tmp_path / f"{dataset}{len(extra)}"
         assert main(["tsc", "train", "--dataset", dataset, *FAST, "--epochs", "1", *extra,
                      "--out", str(out)]) == 0
@@ -290,7 +292,11 @@ def test_stem_dilation_auto_is_recorded_as_what_it_built(tmp_path):
         model, meta = load_classifier(out / "model.pt")
         assert meta["stem_dilations"] == built
         assert [c.dilation[0] for c in model.encoder.stem.blocks[0].convs] == built
-        assert json.loads((out / "run.json").read_text())["resolved"]["stem_dilations"] == built
+        resolved = json.loads((out / "run.json").read_text())["resolved"]
+        assert (resolved["stem_dilations"], resolved["stem_blocks"], resolved["stem_pool"]) == (
+            built, blocks, pool)
+        assert (meta["stem_blocks"], meta["stem_pool"]) == (blocks, pool)
+        assert (model.encoder.stem_pooled is not None) == (pool > 1)
 
 
 def test_compare_pooling_and_benchmark_reuse(tmp_path, capsys):

@@ -68,14 +68,17 @@ def test_prepare_copies_plaid_and_collect_reads_variants(load_benchmark, tmp_pat
     tr, te = study._splits(data, "PLAID")
     assert tr.n_steps == te.n_steps == 5 and tr.mask is not None
     runs = tmp_path / "runs"
-    for variant, dil, acc in (("stem-off", [1, 1, 1], 0.5), ("stem-dilated", [1, 2, 4], 1.0)):
+    for variant, dil, acc, pool in (("stem-off", [1, 1, 1], 0.5, 1),
+                                    ("stem-dilated", [1, 2, 4], 1.0, 8)):
         run = runs / "PLAID" / variant / "seed2"
         run.mkdir(parents=True)
         (run / "summary.json").write_text(json.dumps({"test_accuracy": acc,
                                                       "train_seconds": 3.0}))
         (run / "metrics.json").write_text(json.dumps({"members": [{"test_accuracy": acc}]}))
-        (run / "run.json").write_text(json.dumps({"resolved": {"stem_dilations": dil}}))
+        (run / "run.json").write_text(json.dumps({"resolved": {
+            "stem_blocks": 2 if pool > 1 else 1, "stem_dilations": dil, "stem_pool": pool}}))
     df = study.collect(data, runs)
     assert df.method.tolist() == ["kairo, stem dilated", "kairo, stem off"]
     assert df.stem_dilations.tolist() == ["1 2 4", "1 1 1"]
+    assert df.stem_blocks.tolist() == [2, 1] and df.stem_pool.tolist() == [8, 1]
     assert df.seed.tolist() == [2, 2] and df.test_accuracy.tolist() == [1.0, 0.5]

@@ -351,8 +351,9 @@ def _record_resolved(cfg, rd, datasets) -> None:
     if "transformer" in cfg.encoders and cfg.tokens == "conv":
         # what the grid's Transformers build, by the one rule they are built with
         tf = model_config(cfg, encoder="transformer", pool=cfg.pools[0])
-        rd.resolve("stem_dilations", {ds: tf.resolved(d.n_steps)["stem_dilations"]
-                                      for ds, d in train.items()})
+        stems = {ds: tf.resolved(d.n_steps) for ds, d in train.items()}
+        for key in ("stem_blocks", "stem_dilations", "stem_pool"):
+            rd.resolve(key, {ds: r[key] for ds, r in stems.items()})
 
 
 def run_compare(cfg: CompareConfig, rd, progress_bar=None) -> str:

@@ -81,16 +81,29 @@ def resolve_head(encoder: str, head_norm: str, weight_init: str) -> dict:
 
 # stem_blocks 0 ("auto"): three full-resolution blocks close most of the gap to the ResNet on
 # shape series (ArrowHead, OSULeaf), one on long series, where the convolutions' cost grows
-# with the length and three were less accurate (ACSF1, 1,460 steps; docs/notes/attention.md)
-STEM_AUTO = (3, 512, 1)          # (blocks up to the length, the length, blocks beyond it)
+# with the length and three were less accurate (ACSF1, 1,460 steps); two where the first is
+# dilated, the second on its pooled output, whose features span several tokens (a heartbeat
+# on PigCVP; docs/notes/attention.md)
+STEM_AUTO = (3, 512, 1, 2)   # (blocks up to the length, the length, beyond it, beyond, dilated)
 
 
-def resolve_stem(stem_blocks: int, max_len: int) -> int:
+def resolve_stem(stem_blocks: int, max_len: int, dilated: bool = False) -> int:
     """The conv stem's block count: ``stem_blocks``, or for 0 ("auto") 3 blocks when the
-    model's series have at most 512 steps, else 1."""
+    model's series have at most 512 steps, else 2 where the first block is ``dilated``, else
+    1."""
     if stem_blocks:
         return stem_blocks
-    return STEM_AUTO[0] if max_len <= STEM_AUTO[1] else STEM_AUTO[2]
+    if max_len <= STEM_AUTO[1]:
+        return STEM_AUTO[0]
+    return STEM_AUTO[3] if dilated else STEM_AUTO[2]
+
+
+def stem_pool(stem_blocks: int, dilations) -> int:
+    """Steps the blocks after a dilated first block read its output averaged over: 2 × its
+    last dilation (their dilations 1, 2, 4 … are then 2d, 4d, 8d … full-resolution steps); 1
+    (no pooling) for one block or an undilated first block."""
+    dilations = tuple(int(q) for q in dilations)
+    return 2 * dilations[-1] if stem_blocks > 1 and max(dilations) > 1 else 1
 
 
 # stem_dilation "auto": on a long series a token averages a window of more steps than the
@@ -195,9 +208,10 @@ class ModelOptions:
                          "each window of steps, at most --max-tokens tokens)", choices=TOKENS)
     patch: int = option(16, "steps per token with --tokens patch", low=1)
     stem_blocks: int = option(0, "--tokens conv: residual convolution blocks of width d_model "
-                              "(kernels --kernel-sizes) at full resolution before attention; "
-                              f"0 = auto: {STEM_AUTO[0]} for series of up to {STEM_AUTO[1]} "
-                              f"steps, {STEM_AUTO[2]} for longer ones", low=0)
+                              "(kernels --kernel-sizes) before attention; 0 = auto: "
+                              f"{STEM_AUTO[0]} for series of up to {STEM_AUTO[1]} steps, "
+                              f"{STEM_AUTO[3]} where the first block is dilated (see "
+                              f"--stem-dilation), else {STEM_AUTO[2]}", low=0)
     max_tokens: int = option(64, "--tokens conv: the most tokens attention sees; the stem's "
                              "output is averaged over windows of ceil(length / max_tokens) "
                              "steps", low=1)
@@ -205,7 +219,9 @@ class ModelOptions:
                                 "one per kernel (e.g. 1,3,6); auto: where a token's window is "
                                 "longer than the block sees (14 steps for 8,5,3: series over "
                                 "14 × max_tokens steps), the later convolutions are dilated "
-                                "until it sees a whole window; off: none")
+                                "until it sees a whole window; off: none. Where the first "
+                                "block is dilated (last dilation d), the later blocks read "
+                                "its output averaged over 2d steps, dilated 1, 2, 4 there")
     positional: str = option("rope", "positional encoding: sinusoidal, learned, rope, "
                              "none", choices=POSITIONALS)
     dropout: float = option(0.1, "dropout on the Transformer's residual and MLP paths (never "
@@ -461,13 +477,16 @@ class ModelConfig(ModelOptions, EncoderPool):
     def resolved(self, max_len: int | None = None) -> dict:
         """``head_norm`` (bool) and ``weight_init`` ("torch"/"glorot") with "auto" read as
         this encoder's default; given the series length ``max_len``, a Transformer on conv
-        tokens adds ``stem_blocks`` (0 read by :func:`resolve_stem`) and ``stem_dilations``
-        (:func:`resolve_stem_dilation` on the window of ceil(max_len / max_tokens) steps)."""
+        tokens adds ``stem_dilations`` (the first block's: :func:`resolve_stem_dilation` on
+        the window of ceil(max_len / max_tokens) steps), ``stem_blocks`` (0 read by
+        :func:`resolve_stem`) and ``stem_pool`` (:func:`stem_pool`)."""
         out = resolve_head(self.encoder, self.head_norm, self.weight_init)
         if max_len is not None and self.encoder == "transformer" and self.tokens == "conv":
-            out["stem_blocks"] = resolve_stem(self.stem_blocks, max_len)
-            out["stem_dilations"] = list(resolve_stem_dilation(
-                self.stem_dilation, self.kernel_sizes, -(-max_len // self.max_tokens)))
+            dil = resolve_stem_dilation(self.stem_dilation, self.kernel_sizes,
+                                        -(-max_len // self.max_tokens))
+            out["stem_blocks"] = resolve_stem(self.stem_blocks, max_len, max(dil) > 1)
+            out["stem_dilations"] = list(dil)
+            out["stem_pool"] = stem_pool(out["stem_blocks"], dil)
         return out
 
 

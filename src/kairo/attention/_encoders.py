@@ -225,8 +225,8 @@ class ResNet1D(nn.Module):
     with masked tokens set to 0; ``steps_per_token`` = stride ** blocks.
     ``layout`` ("auto", "channels_last" or "bct"; an attribute that may be changed later) is the
     memory layout the blocks compute in, resolved per call by :func:`resnet_layout`; it changes
-    speed, not the function or the state dict. ``dilations`` (one per kernel) dilate the first
-    block's convolutions (the Transformer's conv stem on long series); the others use none.
+    speed, not the function or the state dict. ``dilations`` (one per kernel) dilate every
+    block's convolutions (the Transformer's conv stem on long series).
     """
 
     def __init__(self, in_channels: int, d: int = 64, blocks: int = 3,
@@ -252,8 +252,8 @@ class ResNet1D(nn.Module):
         self.in_channels, self.d_out = in_channels, widths[-1]
         self.steps_per_token = stride ** blocks
         self.blocks = nn.ModuleList(
-            _ResBlock(a, b, kernel_sizes, stride, fk, dilations if i == 0 else None)
-            for i, (a, b) in enumerate(zip([in_channels] + widths[:-1], widths)))
+            _ResBlock(a, b, kernel_sizes, stride, fk, dilations)
+            for a, b in zip([in_channels] + widths[:-1], widths))
         self.last_weights = None          # no attention; kept for a uniform encoder interface
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, *,
@@ -297,7 +297,11 @@ class TransformerEncoder(nn.Module):
     residual blocks of width d (:class:`ResNet1D`, ``kernel_sizes``) at full resolution, whose
     outputs are averaged over windows of ceil(max_len / max_tokens) steps (valid steps only),
     so attention sees at most ``max_tokens`` tokens that already carry local shape;
-    ``stem_dilations`` (one per kernel, None = none) dilate the stem's first block.
+    ``stem_dilations`` (one per kernel, None = none) dilate the stem's first block. With
+    ``stem_pool`` q > 1 the blocks after the first read its output averaged over q steps
+    (valid steps only) and are dilated 1, 2, 4 … there, and the tokens average windows of
+    ceil(ceil(max_len / q) / max_tokens) pooled steps; with q = 1 every block has
+    ``stem_dilations``.
     ``positional="rope"`` rotates q/k inside attention; "sinusoidal"/"learned" are added to the
     tokens; "none" uses no positions. ``max_len`` is the
     longest series (in steps) the encoder accepts.
@@ -316,7 +320,7 @@ class TransformerEncoder(nn.Module):
                  positional: str = "sinusoidal", max_len: int = DEFAULT_MAX_LEN, *,
                  stem_blocks: int = 1, kernel_sizes: tuple[int, ...] = (8, 5, 3),
                  max_tokens: int = 64, stem_dilations: tuple[int, ...] | None = None,
-                 device=None, dtype=None):
+                 stem_pool: int = 1, device=None, dtype=None):
         super().__init__()
         if tokens not in TOKENS:
             raise ConfigError(f"tokens must be one of {', '.join(TOKENS)}; got {tokens!r}")
@@ -325,28 +329,39 @@ class TransformerEncoder(nn.Module):
         if positional not in POSITIONALS:
             raise ConfigError(f"positional must be one of {', '.join(POSITIONALS)}; got "
                               f"{positional!r}")
-        if min(in_channels, layers, patch, max_len, stem_blocks, max_tokens) < 1:
+        if min(in_channels, layers, patch, max_len, stem_blocks, max_tokens, stem_pool) < 1:
             raise ConfigError(f"TransformerEncoder needs in_channels, layers, patch, max_len, "
-                              f"stem_blocks, max_tokens ≥ 1, got in_channels={in_channels}, "
-                              f"layers={layers}, patch={patch}, max_len={max_len}, "
-                              f"stem_blocks={stem_blocks}, max_tokens={max_tokens}")
+                              f"stem_blocks, max_tokens, stem_pool ≥ 1, got "
+                              f"in_channels={in_channels}, layers={layers}, patch={patch}, "
+                              f"max_len={max_len}, stem_blocks={stem_blocks}, "
+                              f"max_tokens={max_tokens}, stem_pool={stem_pool}")
+        if stem_pool > 1 and stem_blocks < 2:
+            raise ConfigError(f"stem_pool={stem_pool} needs stem_blocks ≥ 2 (it pools the "
+                              f"first block's output for the later ones), got {stem_blocks}")
         fk = {"device": device, "dtype": dtype}
         self.in_channels, self.d_out, self.max_len = in_channels, d, max_len
         self.tokens = tokens
         if tokens == "conv":
             # a fixed window per model (set by the training length), so a series' tokens do
             # not depend on how long the other series of its batch are
-            self.patch = -(-max_len // max_tokens)
-            self.stem = ResNet1D(in_channels, d, stem_blocks, kernel_sizes, widen=False,
-                                 dilations=stem_dilations, **fk)
+            self.pool_steps = stem_pool
+            self.patch = -(-(-(-max_len // stem_pool)) // max_tokens)
+            self.stem = ResNet1D(in_channels, d, 1 if stem_pool > 1 else stem_blocks,
+                                 kernel_sizes, widen=False, dilations=stem_dilations, **fk)
+            # 1, 2, 4 … on steps q apart: 2d, 4d, 8d full-resolution steps for q = 2d, at
+            # 1/q of their cost at full resolution
+            self.stem_pooled = ResNet1D(
+                d, d, stem_blocks - 1, kernel_sizes, widen=False,
+                dilations=tuple(2 ** i for i in range(len(kernel_sizes))),
+                **fk) if stem_pool > 1 else None
             self.embed = None
         else:
             self.patch = patch if tokens == "patch" else 1
-            self.stem = None
+            self.stem = self.stem_pooled = None
             self.embed = nn.Linear(in_channels, d, **fk) if tokens == "step" else \
                 nn.Conv1d(in_channels, d, patch, stride=patch, **fk)
-        self.steps_per_token = self.patch
-        n_tok = -(-max_len // self.patch)
+        self.steps_per_token = self.patch * (self.pool_steps if tokens == "conv" else 1)
+        n_tok = -(-max_len // self.steps_per_token)
         self.pos = make_positional(positional, d, n_tok)
         self.blocks = nn.ModuleList(
             TransformerBlock(d, n_heads, n_kv_heads, mlp_ratio=mlp_ratio, dropout=dropout,
@@ -365,7 +380,11 @@ class TransformerEncoder(nn.Module):
         if mask is not None:
             x = x * mask[:, None, :].to(x.dtype)     # padding values never reach a token
         if self.stem is not None:
-            tok, mask = _window_mean(*self.stem(x, mask), self.patch)               # [B,T/p,d]
+            tok, mask = self.stem(x, mask)                                          # [B,T,d]
+            if self.stem_pooled is not None:
+                tok, mask = _window_mean(tok, mask, self.pool_steps)                # [B,T/q,d]
+                tok, mask = self.stem_pooled(tok.transpose(1, 2), mask)
+            tok, mask = _window_mean(tok, mask, self.patch)                         # [B,T/p,d]
         elif self.patch == 1:
             tok = self.embed(x.transpose(1, 2))                                     # [B,T,d]
         else:

@@ -53,7 +53,8 @@ class TSClassifier(nn.Module):
                 stem_blocks=self.resolved.get("stem_blocks", cfg.stem_blocks or 1),
                 kernel_sizes=cfg.kernel_sizes,
                 max_tokens=cfg.max_tokens,
-                stem_dilations=tuple(self.resolved.get("stem_dilations") or ()) or None)
+                stem_dilations=tuple(self.resolved.get("stem_dilations") or ()) or None,
+                stem_pool=int(self.resolved.get("stem_pool", 1)))
         d = self.encoder.d_out
         # on a Transformer the encoder's own attention mixes the CLS token
         self.prefix = cfg.pool == "cls" and cfg.encoder == "transformer"
