@@ -226,6 +226,26 @@ def test_pooled_stem_block_spans_several_windows(max_len, dilations, pool, n_tok
             + rf - 1
 
 
+def test_a_model_file_whose_stem_this_kairo_would_build_otherwise_is_refused(tmp_path):
+    """The pooling of the second stem block has no config field to pin it: a file whose
+    saved stem differs from what it rebuilds into is an error naming the field, never a
+    model silently built another way."""
+    from kairo._errors import DataError
+    from kairo.attention import load_classifier, save_classifier
+
+    cfg = ModelConfig(d_model=8, n_heads=2, blocks=1)
+    model = build_classifier(cfg, 1, 2, max_len=1460).eval()
+    path = tmp_path / "m.pt"
+    save_classifier(path, model, cfg)
+    back, _ = load_classifier(path)
+    assert back.encoder.pool_steps == 8
+    state = torch.load(path, weights_only=True)
+    torch.save({**state, "resolved": {**state["resolved"], "stem_pool": 4}}, tmp_path / "x.pt")
+    with pytest.raises(DataError, match=r"x\.pt: the rebuilt model differs .*'stem_pool': "
+                                        r"\(4, 8\)"):
+        load_classifier(tmp_path / "x.pt")
+
+
 def test_dilated_stem_ignores_padding_and_equals_truncation():
     torch.manual_seed(4)
     cfg = ModelConfig(tokens="conv", max_tokens=8, d_model=16, n_heads=4, blocks=1,

@@ -635,6 +635,10 @@ def load_classifier(path, expect_arch: dict | None = None) -> tuple[nn.Module, d
         raise DataError(f"model file {path}: its architecture cannot be rebuilt by this "
                         f"version of kairo ({exc})") from None
     diff = settings_diff({**arch, **{k: v for k, v in pinned.items() if k in arch}}, model.arch)
+    # what "auto" built and no config field pins (the stem's pooling) must come out the same
+    rebuilt = members[0].resolved
+    diff = diff or settings_diff({k: v for k, v in resolved.items() if k in rebuilt},
+                                 {k: rebuilt[k] for k in resolved if k in rebuilt})
     if diff:
         raise DataError(f"model file {path}: the rebuilt model differs from the saved "
                         f"architecture (saved vs rebuilt: {diff})")
