@@ -13,7 +13,7 @@ from kairo._errors import ConfigError
 from kairo.attention import (ModelConfig, TrainConfig, TransformerEncoder, build_classifier,
                              n_epochs, param_groups)
 from kairo.attention._config import (receptive_field, resolve_stem, resolve_stem_dilation,
-                                     stem_pool)
+                                     stem_pool, token_window)
 from kairo.attention._encoders import _window_mean
 from kairo.attention._encodings import LearnedEncoding
 from kairo.attention._pooling import ClsPool, MultiHeadAttentionPool
@@ -188,6 +188,19 @@ def test_stem_dilation_auto_follows_the_window_and_survives_saving(tmp_path, max
     assert "stem_dilations" not in ModelConfig(encoder="resnet").resolved(max_len)
 
 
+@pytest.mark.parametrize("max_len,max_tokens,pool,window", [(1460, 64, 1, 23), (2000, 64, 12, 3),
+                                                            (1460, 64, 8, 3), (64, 64, 1, 1),
+                                                            (65, 64, 1, 2), (427, 64, 2, 4)])
+def test_token_window_known_values(max_len, max_tokens, pool, window):
+    """A token averages ceil(ceil(T / pool) / max_tokens) steps; the encoder builds exactly
+    that window, so the stem's dilation rule and the tokens read one number."""
+    assert token_window(max_len, max_tokens, pool) == window
+    blocks = 2 if pool > 1 else 1
+    enc = TransformerEncoder(1, tokens="conv", max_len=max_len, max_tokens=max_tokens,
+                             stem_blocks=blocks, stem_pool=pool)
+    assert enc.patch == window and enc.steps_per_token == window * pool
+
+
 @pytest.mark.parametrize("blocks,dilations,pool", [(2, (1, 3, 6), 12), (3, (1, 2, 4), 8),
                                                    (1, (1, 3, 6), 1), (3, (1, 1, 1), 1),
                                                    (2, (2,), 4)])
@@ -238,7 +251,7 @@ def test_a_model_file_whose_stem_this_kairo_would_build_otherwise_is_refused(tmp
     path = tmp_path / "m.pt"
     save_classifier(path, model, cfg)
     back, _ = load_classifier(path)
-    assert back.encoder.pool_steps == 8
+    assert back.encoder.stem_pool == 8
     state = torch.load(path, weights_only=True)
     torch.save({**state, "resolved": {**state["resolved"], "stem_pool": 4}}, tmp_path / "x.pt")
     with pytest.raises(DataError, match=r"x\.pt: the rebuilt model differs .*'stem_pool': "

@@ -15,7 +15,7 @@ _EXPORTS = {
                 "PredictConfig", "MapsConfig", "EncodingsConfig", "CompareConfig",
                 "BenchmarkConfig", "ListConfig", "model_config", "train_config", "split_config",
                 "resolve_sam", "resolve_mixup", "resolve_stem_dilation", "receptive_field",
-                "stem_pool", "ENCODERS", "POOLS", "UNIVARIATE"),
+                "stem_pool", "token_window", "ENCODERS", "POOLS", "UNIVARIATE"),
     "_encodings": ("sinusoidal_table", "offset_rotation", "SinusoidalEncoding", "LearnedEncoding",
                    "RotaryEmbedding", "make_positional", "encoding_figure"),
     "_attention": ("attention_reference", "MultiHeadAttention", "KVCache", "TransformerBlock",

@@ -98,6 +98,12 @@ def resolve_stem(stem_blocks: int, max_len: int, dilated: bool = False) -> int:
     return STEM_AUTO[3] if dilated else STEM_AUTO[2]
 
 
+def token_window(max_len: int, max_tokens: int, pool: int = 1) -> int:
+    """Steps one conv token averages: ceil(ceil(max_len / pool) / max_tokens), in the steps
+    the tokens are taken from (full-resolution steps for ``pool`` 1, pooled ones else)."""
+    return -(-(-(-max_len // pool)) // max_tokens)
+
+
 def stem_pool(stem_blocks: int, dilations) -> int:
     """Steps the blocks after a dilated first block read its output averaged over: 2 × its
     last dilation (their dilations 1, 2, 4 … are then 2d, 4d, 8d … full-resolution steps); 1
@@ -483,7 +489,7 @@ class ModelConfig(ModelOptions, EncoderPool):
         out = resolve_head(self.encoder, self.head_norm, self.weight_init)
         if max_len is not None and self.encoder == "transformer" and self.tokens == "conv":
             dil = resolve_stem_dilation(self.stem_dilation, self.kernel_sizes,
-                                        -(-max_len // self.max_tokens))
+                                        token_window(max_len, self.max_tokens))
             out["stem_blocks"] = resolve_stem(self.stem_blocks, max_len, max(dil) > 1)
             out["stem_dilations"] = list(dil)
             out["stem_pool"] = stem_pool(out["stem_blocks"], dil)

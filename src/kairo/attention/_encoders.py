@@ -24,6 +24,7 @@ from torch import nn
 
 from kairo._errors import ConfigError, DataError
 from kairo.attention._config import ENCODERS, TOKENS  # noqa: F401  (re-exported)
+from kairo.attention._config import token_window
 from kairo.attention._attention import NORMS, TransformerBlock
 from kairo.attention._encodings import DEFAULT_MAX_LEN, POSITIONALS, make_positional
 
@@ -344,8 +345,8 @@ class TransformerEncoder(nn.Module):
         if tokens == "conv":
             # a fixed window per model (set by the training length), so a series' tokens do
             # not depend on how long the other series of its batch are
-            self.pool_steps = stem_pool
-            self.patch = -(-(-(-max_len // stem_pool)) // max_tokens)
+            self.stem_pool = stem_pool
+            self.patch = token_window(max_len, max_tokens, stem_pool)
             self.stem = ResNet1D(in_channels, d, 1 if stem_pool > 1 else stem_blocks,
                                  kernel_sizes, widen=False, dilations=stem_dilations, **fk)
             # 1, 2, 4 … on steps q apart: 2d, 4d, 8d full-resolution steps for q = 2d, at
@@ -360,7 +361,7 @@ class TransformerEncoder(nn.Module):
             self.stem = self.stem_pooled = None
             self.embed = nn.Linear(in_channels, d, **fk) if tokens == "step" else \
                 nn.Conv1d(in_channels, d, patch, stride=patch, **fk)
-        self.steps_per_token = self.patch * (self.pool_steps if tokens == "conv" else 1)
+        self.steps_per_token = self.patch * (self.stem_pool if tokens == "conv" else 1)
         n_tok = -(-max_len // self.steps_per_token)
         self.pos = make_positional(positional, d, n_tok)
         self.blocks = nn.ModuleList(
@@ -382,7 +383,7 @@ class TransformerEncoder(nn.Module):
         if self.stem is not None:
             tok, mask = self.stem(x, mask)                                          # [B,T,d]
             if self.stem_pooled is not None:
-                tok, mask = _window_mean(tok, mask, self.pool_steps)                # [B,T/q,d]
+                tok, mask = _window_mean(tok, mask, self.stem_pool)                # [B,T/q,d]
                 tok, mask = self.stem_pooled(tok.transpose(1, 2), mask)
             tok, mask = _window_mean(tok, mask, self.patch)                         # [B,T/p,d]
         elif self.patch == 1:
