@@ -10,6 +10,7 @@ import torch
 
 from kairo._errors import ConfigError, DataError
 from kairo.attention._augment import augment, check_mask, is_active
+from kairo.attention._config import MIXUP_AUTO_SMOOTHNESS, TIME_WARP_AUTO, resolve_time_warp
 from kairo.attention._data import from_arrays
 from kairo.attention._model import ModelConfig
 from kairo.attention._train import TrainConfig, fit
@@ -32,12 +33,14 @@ def test_bad_augmentation_settings_name_the_field(field, value):
 
 
 def test_all_off_is_inactive_and_tiny_settings_are_the_identity():
-    assert not is_active(TrainConfig())
+    assert not is_active(TrainConfig(time_warp=0))
+    with pytest.raises(ValueError, match="'auto' must be resolved first"):
+        is_active(TrainConfig())                 # the default, resolved by fit
     names = ("jitter", "scaling", "time_warp", "crop")
-    assert all(is_active(TrainConfig(**{f: 0.1})) for f in names)
+    assert all(is_active(TrainConfig(**{"time_warp": 0, f: 0.1})) for f in names)
     torch.manual_seed(0)
     x = torch.randn(4, 3, 33)
-    for cfg in (TrainConfig(**{f: 1e-9}) for f in names):
+    for cfg in (TrainConfig(**{"time_warp": 0, f: 1e-9}) for f in names):
         torch.testing.assert_close(augment(x, None, cfg), x, atol=1e-5, rtol=0)
 
 
@@ -81,9 +84,9 @@ def test_time_maps_stay_inside_each_series_valid_steps():
 def test_jitter_and_scaling_statistics():
     torch.manual_seed(3)
     x = torch.ones(400, 2, 50)
-    noise = augment(x, None, TrainConfig(jitter=0.2)) - x
+    noise = augment(x, None, TrainConfig(jitter=0.2, time_warp=0)) - x
     assert abs(noise.mean().item()) < 0.01 and noise.std().item() == pytest.approx(0.2, rel=0.02)
-    y = augment(x, None, TrainConfig(scaling=0.3))
+    y = augment(x, None, TrainConfig(scaling=0.3, time_warp=0))
     factor = y[:, :, 0]                                                      # [400, 2]
     torch.testing.assert_close(y, factor[:, :, None].expand_as(y))        # constant over time
     assert factor.std().item() == pytest.approx(0.3, rel=0.1)
@@ -160,3 +163,80 @@ def test_checkpoint_refuses_other_augmentation_scaling_or_head(tmp_path):
         fit(RESNET, cfg, data, checkpoint=ckpt, **QUIET)       # the ResNet default: no norm
     again = fit(torch_style, cfg, data, checkpoint=ckpt, **QUIET)
     assert again["resumed_from"] == 1 and [h["epoch"] for h in again["history"]] == [1, 2]
+
+
+@pytest.mark.parametrize("value, encoder, tokens, smooth, end_padded, sd", [
+    ("auto", "transformer", "conv", 0.99, True, TIME_WARP_AUTO),     # an outline
+    ("auto", "transformer", "conv", MIXUP_AUTO_SMOOTHNESS, True, TIME_WARP_AUTO),
+    ("auto", "transformer", "conv", 0.94, True, 0.0),                # rough: no warping
+    ("auto", "transformer", "conv", -0.2, True, 0.0),                # ACSF1's oscillation
+    ("auto", "transformer", "conv", float("nan"), True, 0.0),        # nothing to measure
+    ("auto", "transformer", "step", 0.99, True, 0.0),
+    ("auto", "resnet", "conv", 0.99, True, 0.0),
+    ("auto", "transformer", "conv", 0.99, False, 0.0),               # padding inside series
+    (0.3, "resnet", "conv", -0.2, True, 0.3),                        # a number is kept
+    (0.0, "transformer", "conv", 0.99, True, 0.0),
+])
+def test_time_warp_auto_warps_where_mixup_auto_mixes(value, encoder, tokens, smooth,
+                                                      end_padded, sd):
+    assert resolve_time_warp(value, encoder, tokens, smooth, end_padded) == sd
+
+
+@pytest.mark.parametrize("given, kept", [("auto", "auto"), ("0.25", 0.25), ("0", 0.0),
+                                         (0.2, 0.2), (1, 1)])
+def test_time_warp_takes_auto_or_a_number_given_as_text(given, kept):
+    assert TrainConfig(time_warp=given).time_warp == kept
+
+
+@pytest.mark.parametrize("given, msg", [
+    ("warp", "time_warp: expected auto or a number"), ("-0.1", "time_warp must be auto or a "
+                                                       "number in \\[0, 10\\], got -0.1"),
+    ("nan", "time_warp must be auto or a number"), ("inf", "time_warp must be auto or a "),
+    ("AUTO", "time_warp: expected auto"), (True, "time_warp must be a string or a number")])
+def test_bad_time_warp_is_refused_naming_the_field(given, msg):
+    with pytest.raises(ConfigError, match=msg):
+        TrainConfig(time_warp=given)
+
+
+def _smooth_toy(n: int = 24, t: int = 60) -> "TSData":
+    """Two classes of smooth curves (median lag-1 autocorrelation near 1)."""
+    y = np.arange(n) % 2
+    u = np.linspace(0, 1, t)[None, :]
+    rng = np.random.default_rng(3)
+    x = np.sin(2 * np.pi * u * (1 + y[:, None]) + rng.uniform(0, 1, (n, 1)))
+    return from_arrays(x[:, None, :].astype(np.float32), y, name="smooth")
+
+
+TINY_TF = ModelConfig(encoder="transformer", tokens="conv", d_model=8, n_heads=2, blocks=1,
+                      stem_blocks=1)
+
+
+def test_auto_warps_smooth_series_exactly_as_the_explicit_setting_does():
+    """The default resolves to TIME_WARP_AUTO on smooth series, and trains the very model an
+    explicit --time-warp of that value trains; run metadata records what it chose."""
+    data = _smooth_toy()
+    cfg = TrainConfig(steps=6, batch=8, threads=1)
+    auto = fit(TINY_TF, cfg, data, **QUIET)
+    explicit = fit(TINY_TF, dataclasses.replace(cfg, time_warp=TIME_WARP_AUTO), data, **QUIET)
+    off = fit(TINY_TF, dataclasses.replace(cfg, time_warp=0), data, **QUIET)
+    assert auto["meta"]["time_warp"] == TIME_WARP_AUTO
+    assert auto["meta"]["train_config"]["time_warp"] == TIME_WARP_AUTO
+    assert auto["history"] == explicit["history"]
+    for a, b in zip(auto["model"].state_dict().values(),
+                    explicit["model"].state_dict().values()):
+        torch.testing.assert_close(a, b, atol=0, rtol=0)
+    assert off["meta"]["time_warp"] == 0.0 and off["history"] != auto["history"]
+    rough = fit(TINY_TF, cfg, _toy(), **QUIET)                       # noise + slow wave
+    assert rough["meta"]["time_warp"] == 0.0 and rough["meta"]["mixup"] == "off"
+
+
+def test_auto_leaves_series_with_inner_padding_unwarped():
+    """An explicit time warp refuses padding inside a series; auto just does not warp."""
+    data = _smooth_toy()
+    mask = np.ones((24, 60), dtype=bool)
+    mask[5, 2] = False
+    holes = from_arrays(data.x * mask[:, None, :], data.y, mask, name="holey")
+    res = fit(TINY_TF, TrainConfig(steps=2, batch=8, threads=1), holes, **QUIET)
+    assert res["meta"]["time_warp"] == 0.0
+    with pytest.raises(DataError, match="holey: series \\[5\\] have padding before valid"):
+        fit(TINY_TF, TrainConfig(steps=2, time_warp=0.2), holes, **QUIET)

@@ -148,8 +148,16 @@ def test_tie_goes_to_the_first_candidate(tmp_path):
     out = tmp_path / "o3"
     assert main(["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--encoders", "resnet",
                  "--pools", "mean", "--select", "cv", "--reuse", str(path), "--seeds", "1",
-                 *TINY, "--out", str(out)]) == 0
+                 "--time-warp", "0", *TINY, "--out", str(out)]) == 0
     assert list(pd.read_csv(out / "selection.csv").time_warp) == [0.0]
+    # the default, "auto", is a candidate of its own: runs of it are recorded as "auto"
+    pd.DataFrame([{**r, "time_warp": "auto"} for r in rows[:2]]).to_csv(path, index=False)
+    out = tmp_path / "o4"
+    assert main(["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--encoders", "resnet",
+                 "--pools", "mean", "--select", "cv", "--reuse", str(path), "--seeds", "1",
+                 *TINY, "--out", str(out)]) == 0
+    assert list(pd.read_csv(out / "selection.csv").time_warp) == ["auto"]
+    assert list(pd.read_csv(out / "refit_runs.csv").time_warp) == ["auto"]
 
 
 def test_reuse_without_the_configured_candidates_is_refused(tmp_path, capsys):
@@ -162,7 +170,8 @@ def test_reuse_without_the_configured_candidates_is_refused(tmp_path, capsys):
                  "--pools", "max", "--select", "cv", "--reuse", str(path), "--seeds", "1",
                  *TINY, "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
-    assert "no runs of the configured candidates (resnet + max) for ItalyPowerDemand" in err
+    assert ("no runs of the configured candidates (resnet + max, time warp auto) for "
+            "ItalyPowerDemand") in err
     assert not (tmp_path / "o").exists()
 
 
@@ -209,7 +218,7 @@ def test_reuse_checks_the_settings_the_runs_were_trained_with(tmp_path, capsys, 
 
     path = tmp_path / "runs.csv"
     pd.DataFrame([{"dataset": "ItalyPowerDemand", "encoder": "resnet", "pool": "mean",
-                   "time_warp": 0.0, "seed": s, "test_accuracy": 0.9, "val_accuracy": 0.8}
+                   "time_warp": "auto", "seed": s, "test_accuracy": 0.9, "val_accuracy": 0.8}
                   for s in (0, 1)]).to_csv(path, index=False)
     argv = ["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--encoders", "resnet",
             "--pools", "mean", "--no-refit", "--reuse", str(path), "--peers", ""]

@@ -176,7 +176,7 @@ def test_benchmark_pairs_its_seeds_with_the_reference(tmp_path, capsys):
     ours = [0.95, 0.96, 0.94, 0.97, 0.95, 0.93, 0.96]          # seeds 0-6
     theirs = [0.94, 0.96, 0.95, 0.95, 0.93, 0.92]              # seeds 0-5
     runs = _write(tmp_path / "runs.csv", [
-        {"dataset": ds, "encoder": "resnet", "pool": "mean", "time_warp": 0.0, "seed": s,
+        {"dataset": ds, "encoder": "resnet", "pool": "mean", "time_warp": "auto", "seed": s,
          "test_accuracy": a, "val_accuracy": 0.9}
         for ds in ("ItalyPowerDemand", "GunPoint") for s, a in enumerate(ours)])
     ref = _write(tmp_path / "refit_runs.csv",

@@ -709,7 +709,7 @@ def test_mixup_mixes_series_labels_and_masks(monkeypatch):
     y = torch.tensor([0, 1, 1, 0])
     model = Probe()
     opt = torch.optim.SGD(model.parameters(), lr=0.0)
-    cfg = TrainConfig(batch=4, mixup="on")
+    cfg = TrainConfig(batch=4, mixup="on", time_warp=0)     # fit resolves "auto" first
     loss = T._train_epoch(model, opt, None, torch.nn.CrossEntropyLoss(), x, y, mask,
                           torch.arange(4), dataclasses.replace(cfg, schedule="plateau"))
     partner = [int(np.argmin([float((seen["x"][i] - 0.25 * x[i] - 0.75 * x[j]).abs().max())
@@ -845,7 +845,8 @@ def test_sam_step_is_the_gradient_at_the_perturbed_weights():
     g_sharp = torch.autograd.grad(ce(moved(x, None), y), list(moved.parameters()))
 
     opt = torch.optim.SGD(model.parameters(), lr=lr)
-    cfg = TrainConfig(batch=8, sam="on", sam_rho=rho, max_grad_norm=0.0, schedule="plateau")
+    cfg = TrainConfig(batch=8, sam="on", sam_rho=rho, max_grad_norm=0.0, schedule="plateau",
+                      time_warp=0)
     T._train_epoch(model, opt, None, ce, x, y, None, torch.arange(8), cfg)
     for (name, p), p0, gs in zip(model.named_parameters(), ref.parameters(), g_sharp):
         torch.testing.assert_close(p.detach(), p0.detach() - lr * gs, msg=name)

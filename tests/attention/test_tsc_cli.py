@@ -195,6 +195,10 @@ def test_mixup_auto_is_recorded_as_what_it_chose(tmp_path):
         assert meta["train_config"]["mixup"] == meta["mixup"] == chosen
         resolved = json.loads((out / "run.json").read_text())["resolved"]
         assert resolved["mixup"] == chosen
+        # --time-warp auto warps where mixup auto mixes
+        assert resolved["time_warp"] == meta["time_warp"] == (0.2 if dataset == "GunPoint"
+                                                              else 0.0)
+        assert yaml.safe_load((out / "config.yaml").read_text())["time_warp"] == "auto"
         train = load_dataset(dataset)
         assert resolved["smoothness"] == pytest.approx(smoothness(train.x, train.mask))
 
@@ -315,6 +319,8 @@ def test_compare_pooling_and_benchmark_reuse(tmp_path, capsys):
     resolved = json.loads((out / "run.json").read_text())["resolved"]
     assert resolved["sam"] == {"ItalyPowerDemand": {"resnet": "off"}}
     assert resolved["mixup"] == {"ItalyPowerDemand": {"resnet": "off"}}
+    assert resolved["time_warp"] == {"ItalyPowerDemand": {"resnet": 0.0}}
+    assert set(runs.time_warp) == {"auto"}
     assert resolved["smoothness"]["ItalyPowerDemand"] == pytest.approx(0.925, abs=1e-3)
     bench = tmp_path / "bench"
     # runs of other settings are not credited to this run's configuration
@@ -451,7 +457,7 @@ def test_dataset_names_are_case_insensitive_and_canonical_in_the_grid(tmp_path):
     # a benchmark run keys its table and the published figures by the canonical name
     runs = tmp_path / "runs.csv"
     pd.DataFrame([{"dataset": "ArrowHead", "encoder": "resnet", "pool": "mean",
-                   "time_warp": 0.0, "seed": s, "test_accuracy": 0.8, "val_accuracy": 0.7}
+                   "time_warp": "auto", "seed": s, "test_accuracy": 0.8, "val_accuracy": 0.7}
                   for s in (0, 1)]).to_csv(runs, index=False)
     with pytest.warns(UserWarning, match="no config.yaml next to it"):
         assert main(["tsc", "benchmark", "--datasets", "arrowhead", "--encoders", "resnet",
@@ -513,6 +519,8 @@ def test_pooling_tests_known_values():
      "datasets: unknown 'NoSuchSet'; available offline: ACSF1"),
     (["tsc", "compare-pooling", "--datasets", "GunPoint,gunpoint"], "lists a value twice"),
     (["tsc", "train", "--crop", "1.0"], "crop must be < 1"),
+    (["tsc", "train", "--time-warp", "strong"], "time_warp: expected auto or a number"),
+    (["tsc", "benchmark", "--time-warp", "-0.2"], "time_warp must be auto or a number in [0, "),
     (["tsc", "train", "--znorm", "robust"], "invalid choice: 'robust'"),
     (["tsc", "benchmark", "--bn-stats", "precise"], "invalid choice: 'precise'"),
     (["tsc", "evaluate", "--model", "/no/such/model.pt"], "model.pt"),

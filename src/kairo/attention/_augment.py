@@ -25,9 +25,16 @@ __all__ = ["augment", "is_active", "check_mask"]
 _KNOTS = 4          # interior knots of the time-warp speed curve
 
 
+def _warp(cfg) -> float:
+    if cfg.time_warp == "auto":
+        raise ValueError("time_warp 'auto' must be resolved first (resolve_time_warp)")
+    return float(cfg.time_warp)
+
+
 def is_active(cfg) -> bool:
-    """Whether the TrainConfig ``cfg`` asks for any augmentation."""
-    return bool(cfg.jitter or cfg.scaling or cfg.time_warp or cfg.crop)
+    """Whether the TrainConfig ``cfg`` asks for any augmentation (its ``time_warp`` a number:
+    :func:`kairo.attention.fit` resolves "auto" before training)."""
+    return bool(cfg.jitter or cfg.scaling or _warp(cfg) or cfg.crop)
 
 
 def check_mask(mask) -> str | None:
@@ -73,10 +80,11 @@ def _time_map(n: int, t: int, lengths: torch.Tensor, warp: float, crop: float,
 def augment(x: torch.Tensor, mask: torch.Tensor | None, cfg) -> torch.Tensor:
     """An augmented copy of the batch ``x`` [B, C, T] (``mask`` [B, T] marks valid steps)."""
     b, c, t = x.shape
-    if cfg.time_warp or cfg.crop:
+    warp = _warp(cfg)
+    if warp or cfg.crop:
         lengths = (torch.full((b,), t, device=x.device) if mask is None
                    else mask.sum(dim=1))
-        pos = _time_map(b, t, lengths, cfg.time_warp, cfg.crop, x.device)    # [B, T]
+        pos = _time_map(b, t, lengths, warp, cfg.crop, x.device)             # [B, T]
         p0 = pos.floor().long().clamp(0, t - 1)
         p1 = (p0 + 1).clamp(max=t - 1)
         w = (pos - p0.to(pos.dtype)).to(x.dtype)[:, None, :]                 # [B, 1, T]

@@ -19,14 +19,14 @@ from kairo._stats import sign_test_p, welch_p, wilcoxon_p
 from kairo.attention._config import (ENCODERS, HEAD_NORMS, UNIVARIATE, WEIGHT_INITS,
                                      BenchmarkConfig, CompareConfig, ModelConfig, TrainConfig,
                                      model_config, resolve_head, resolve_mixup,
-                                     resolve_sam, train_config)
+                                     resolve_sam, resolve_time_warp, train_config)
 
 
 __all__ = ["CompareConfig", "BenchmarkConfig", "run_grid", "pooling_tests", "summarize",
            "cv_folds", "cv_summary", "comparison_figure", "run_compare", "run_benchmark",
            "resnet_test", "canonical_datasets", "read_reference", "reference_test",
-           "benchmark_markdown", "ensemble_runs", "MIN_WILCOXON_PAIRS", "PER_SEED_COLUMNS",
-           "UNIVARIATE"]
+           "benchmark_markdown", "ensemble_runs", "warp_key", "MIN_WILCOXON_PAIRS",
+           "PER_SEED_COLUMNS", "UNIVARIATE"]
 
 
 def canonical_datasets(names) -> tuple[str, ...]:
@@ -89,7 +89,7 @@ def _one(job: dict) -> dict:
     hist = res["history"]
     best = next((h for h in hist if h["epoch"] == res["best_epoch"]), hist[-1])
     row = {"dataset": job["dataset"], "encoder": mcfg.encoder, "pool": mcfg.pool,
-           "time_warp": tcfg.time_warp, "seed": tcfg.seed}
+           "time_warp": warp_key(tcfg.time_warp), "seed": tcfg.seed}
     if fold is None:
         rep = _train.evaluate(res["model"], test)
         row.update(test_accuracy=rep["accuracy"], test_macro_f1=rep["f1_macro"],
@@ -132,7 +132,7 @@ def _jobs(cfg, combos, datasets=None, *, folds: int = 0, seeds: int = 0, ensembl
     jobs = []
     for ds in datasets or canonical_datasets(cfg.datasets):
         for enc, pool, *tw in (combos[ds] if isinstance(combos, dict) else combos):
-            warp = {"time_warp": float(tw[0])} if tw else {}
+            warp = {"time_warp": warp_key(tw[0])} if tw else {}
             m = model_config(cfg, encoder=enc, pool=pool)
             for i in range(seeds or cfg.seeds):
                 first = cfg.seed + i * ensemble
@@ -331,8 +331,9 @@ def comparison_figure(summary: pd.DataFrame):
 
 # ---------------------------------------------------------------------------- commands
 def _record_resolved(cfg, rd, datasets) -> None:
-    """What the grid's "auto" values stand for, per encoder (and for ``sam`` and ``mixup``,
-    per dataset), in run.json."""
+    """What the grid's "auto" values stand for, per encoder (and for ``sam``, ``mixup`` and
+    ``time_warp``, per dataset), in run.json."""
+    from kairo.attention._augment import check_mask
     from kairo.attention._data import smoothness
     from kairo.attention._encoders import resnet_layout
 
@@ -348,6 +349,11 @@ def _record_resolved(cfg, rd, datasets) -> None:
     rd.resolve("smoothness", {ds: None if np.isnan(v) else v for ds, v in smooth.items()})
     rd.resolve("mixup", {ds: {enc: "on" if resolve_mixup(cfg.mixup, enc, cfg.tokens, v)
                               else "off" for enc in cfg.encoders} for ds, v in smooth.items()})
+    if not getattr(cfg, "time_warps", ()):    # else each run's time warp is its candidate's
+        rd.resolve("time_warp", {
+            ds: {enc: resolve_time_warp(cfg.time_warp, enc, cfg.tokens, smooth[ds],
+                                        check_mask(d.mask) is None)
+                 for enc in cfg.encoders} for ds, d in train.items()})
     if "transformer" in cfg.encoders and cfg.tokens == "conv":
         # what the grid's Transformers build, by the one rule they are built with
         tf = model_config(cfg, encoder="transformer", pool=cfg.pools[0])
@@ -396,10 +402,15 @@ def resnet_test(accuracies, dataset: str) -> float:
     return welch_p(acc, RESNET_FAWAZ2019_RUNS[dataset])
 
 
-def _candidates(cfg) -> list[tuple[str, str, float]]:
+def warp_key(warp) -> float | str:
+    """A time-warp candidate as the runs tables record it: the number, or "auto"."""
+    return "auto" if warp == "auto" else float(warp)
+
+
+def _candidates(cfg) -> list[tuple[str, str, float | str]]:
     """The benchmark's candidates in order (ties in selection go to the earlier one)."""
     warps = cfg.time_warps or (cfg.time_warp,)
-    return [(e, p, float(w)) for e in cfg.encoders for p in cfg.pools for w in warps]
+    return [(e, p, warp_key(w)) for e in cfg.encoders for p in cfg.pools for w in warps]
 
 
 def cv_summary(cv: pd.DataFrame, candidates=None, datasets=None) -> pd.DataFrame:
@@ -415,11 +426,11 @@ def cv_summary(cv: pd.DataFrame, candidates=None, datasets=None) -> pd.DataFrame
         cv_accuracy=("acc", "mean"), cv_sd=("acc", "std"), repeats=("acc", "size"),
         cv_series=("cv_n", "sum")).reset_index()
     if candidates is not None:
-        rank = {(e, p, float(w)): i for i, (e, p, w) in enumerate(candidates)}
+        rank = {(e, p, warp_key(w)): i for i, (e, p, w) in enumerate(candidates)}
         order = {ds: i for i, ds in enumerate(datasets if datasets is not None
                                                else out.dataset.unique())}
         out = out.assign(_d=out.dataset.map(order),
-                         _r=[rank[(e, p, float(w))] for e, p, w in
+                         _r=[rank[(e, p, warp_key(w))] for e, p, w in
                              zip(out.encoder, out["pool"], out.time_warp)])
         out = out.sort_values(["_d", "_r"], kind="stable").drop(columns=["_d", "_r"])
         out = out.reset_index(drop=True)
@@ -448,13 +459,14 @@ def _read_reuse(cfg, datasets) -> pd.DataFrame:
             df[col] = np.nan
     # only the configured candidates compete (encoders × pools × time warps)
     cands = _candidates(cfg)
+    df = df.assign(time_warp=df.time_warp.map(warp_key))
     df = df[df.dataset.isin(datasets) &
             pd.MultiIndex.from_frame(df[["encoder", "pool", "time_warp"]]).isin(
                 pd.MultiIndex.from_tuples(cands))]
     missing = sorted(set(datasets) - set(df.dataset))
     if missing:
         raise DataError(f"--reuse {cfg.reuse} has no runs of the configured candidates "
-                        f"({', '.join(_describe_candidate(*c) for c in cands)}) "
+                        f"({', '.join(_describe_candidate(*c, said=True) for c in cands)}) "
                         f"for {', '.join(missing)}")
     return df
 
@@ -515,8 +527,13 @@ def _check_reused_settings(cfg) -> None:
                         f"--reuse")
 
 
-def _describe_candidate(enc: str, pool: str, warp: float) -> str:
-    return f"{enc} + {pool}" + (f", time warp {warp:g}" if warp else "")
+def _describe_candidate(enc: str, pool: str, warp: float | str, said: bool = False) -> str:
+    """"transformer + mean, time warp 0.2"; the time warp only where it is a number other than
+    0 (the default "auto" is said in run.json's resolved values, as mixup's is), unless
+    ``said``."""
+    text = warp if warp == "auto" else f"{float(warp):g}"
+    return f"{enc} + {pool}" + (f", time warp {text}" if said or warp not in ("auto", 0)
+                                else "")
 
 
 # ---------------------------------------------------------------------------- reference runs

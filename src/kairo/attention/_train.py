@@ -26,7 +26,8 @@ from kairo._device import resolve_device
 from kairo._errors import ConfigError, DataError, KairoError
 from kairo.attention._attention import MultiHeadAttention
 from kairo.attention._augment import augment, check_mask, is_active
-from kairo.attention._config import SCHEDULES, TrainConfig, resolve_mixup, resolve_sam
+from kairo.attention._config import (SCHEDULES, TrainConfig, resolve_mixup, resolve_sam,
+                                     resolve_time_warp)
 from kairo.attention._data import (TSData, _check_finite, _check_float32_range, channel_stats,
                                    smoothness, standardize, stratified_split, znormalize)
 
@@ -255,15 +256,15 @@ def fit(model_cfg, train_cfg: TrainConfig, data: TSData, *, checkpoint=None,
     ``history`` (per epoch: epoch, train_loss, val_loss, val_acc, lr — val_* None without a
     validation set), ``best_epoch``, ``stopped_early``, ``resumed_from`` (epoch or None),
     ``seconds``, ``samples_per_s`` (training series per second), ``meta`` (with the resolved
-    ``znorm``, ``sam`` ("on"/"off"), ``head_norm``, ``weight_init`` and ResNet ``layout``) and
-    ``fit_index`` (the indices of ``data`` trained on: all but the validation hold-out).
+    ``znorm``, ``sam`` and ``mixup`` ("on"/"off"), ``time_warp`` (the sd), ``head_norm``,
+    ``weight_init`` and ResNet ``layout``) and ``fit_index`` (the indices of ``data`` trained on: all but the validation hold-out).
     """
     if not isinstance(train_cfg, TrainConfig):
         raise ConfigError(f"train_cfg must be a TrainConfig, got {type(train_cfg).__name__}")
     if not isinstance(data, TSData):
         raise KairoError(f"data must be a TSData (see load_dataset / from_arrays), got "
                          f"{type(data).__name__}")
-    if train_cfg.time_warp or train_cfg.crop:
+    if train_cfg.time_warp not in ("auto", 0) or train_cfg.crop:    # "auto" never asks it
         why = check_mask(data.mask)
         if why:
             raise DataError(f"{data.name}: {why}")
@@ -306,7 +307,10 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, progress_bar) 
     sam = resolve_sam(cfg.sam, model_cfg.encoder, model_cfg.tokens, data.n_steps)
     smooth = smoothness(data.x[tr], None if data.mask is None else data.mask[tr])
     mixup = resolve_mixup(cfg.mixup, model_cfg.encoder, model_cfg.tokens, smooth)
-    cfg = dataclasses.replace(cfg, sam="on" if sam else "off", mixup="on" if mixup else "off")
+    warp = resolve_time_warp(cfg.time_warp, model_cfg.encoder, model_cfg.tokens, smooth,
+                             check_mask(data.mask) is None)
+    cfg = dataclasses.replace(cfg, sam="on" if sam else "off", mixup="on" if mixup else "off",
+                              time_warp=warp)
     torch.manual_seed(cfg.seed)
     model = _build(model_cfg, data.n_channels, data.n_classes, data.n_steps).to(device)
     opt = torch.optim.AdamW(param_groups(model, cfg.weight_decay), lr=cfg.lr)
@@ -391,7 +395,7 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, progress_bar) 
     model.eval()
     meta = {"dataset": data.name, "classes": list(data.classes),
             "n_channels": data.n_channels, "max_len": data.n_steps, **scaling,
-            "sam": cfg.sam, "mixup": cfg.mixup,
+            "sam": cfg.sam, "mixup": cfg.mixup, "time_warp": cfg.time_warp,
             "smoothness": None if math.isnan(smooth) else smooth,
             **model.resolved, **_layout(model, device),
             "best_epoch": st["best_epoch"], "epochs_run": st["epoch"],
