@@ -394,16 +394,17 @@ def _check(cfg) -> None:
             values = (v,)
         kinds = typing.get_args(t) if typing.get_origin(t) is types.UnionType else (t,)
         for one in values:
-            ok = any({bool: lambda x: isinstance(x, bool),
-                  int: lambda x: isinstance(x, int) and not isinstance(x, bool),
-                  float: lambda x: isinstance(x, (int, float)) and not isinstance(x, bool),
-                      str: lambda x: isinstance(x, str)}[k](one) for k in kinds)
+            ok = any(_IS_KIND[k](one) for k in kinds)
             if not ok:
                 raise ConfigError(f"{f.name} must be "
                                   f"{' or '.join(_KIND[k] for k in kinds)}, got {one!r}")
 
 
 _KIND = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+_IS_KIND = {bool: lambda x: isinstance(x, bool),
+            int: lambda x: isinstance(x, int) and not isinstance(x, bool),
+            float: lambda x: isinstance(x, (int, float)) and not isinstance(x, bool),
+            str: lambda x: isinstance(x, str)}
 
 
 def _below_one(cfg, *names) -> None:

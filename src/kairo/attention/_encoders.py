@@ -383,7 +383,7 @@ class TransformerEncoder(nn.Module):
         if self.stem is not None:
             tok, mask = self.stem(x, mask)                                          # [B,T,d]
             if self.stem_pooled is not None:
-                tok, mask = _window_mean(tok, mask, self.stem_pool)                # [B,T/q,d]
+                tok, mask = _window_mean(tok, mask, self.stem_pool)                 # [B,T/q,d]
                 tok, mask = self.stem_pooled(tok.transpose(1, 2), mask)
             tok, mask = _window_mean(tok, mask, self.patch)                         # [B,T/p,d]
         elif self.patch == 1:

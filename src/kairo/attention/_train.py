@@ -257,7 +257,8 @@ def fit(model_cfg, train_cfg: TrainConfig, data: TSData, *, checkpoint=None,
     validation set), ``best_epoch``, ``stopped_early``, ``resumed_from`` (epoch or None),
     ``seconds``, ``samples_per_s`` (training series per second), ``meta`` (with the resolved
     ``znorm``, ``sam`` and ``mixup`` ("on"/"off"), ``time_warp`` (the sd), ``head_norm``,
-    ``weight_init`` and ResNet ``layout``) and ``fit_index`` (the indices of ``data`` trained on: all but the validation hold-out).
+    ``weight_init`` and ResNet ``layout``) and ``fit_index`` (the indices of ``data`` trained
+    on: all but the validation hold-out).
     """
     if not isinstance(train_cfg, TrainConfig):
         raise ConfigError(f"train_cfg must be a TrainConfig, got {type(train_cfg).__name__}")
