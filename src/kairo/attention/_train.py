@@ -308,8 +308,9 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, progress_bar) 
     sam = resolve_sam(cfg.sam, model_cfg.encoder, model_cfg.tokens, data.n_steps)
     smooth = smoothness(data.x[tr], None if data.mask is None else data.mask[tr])
     mixup = resolve_mixup(cfg.mixup, model_cfg.encoder, model_cfg.tokens, smooth)
+    # the mask is read only for "auto": an explicit value was checked by fit already
     warp = resolve_time_warp(cfg.time_warp, model_cfg.encoder, model_cfg.tokens, smooth,
-                             check_mask(data.mask) is None)
+                             cfg.time_warp != "auto" or check_mask(data.mask) is None)
     cfg = dataclasses.replace(cfg, sam="on" if sam else "off", mixup="on" if mixup else "off",
                               time_warp=warp)
     torch.manual_seed(cfg.seed)
