@@ -23,6 +23,13 @@ def test_a_yaml_boolean_fills_an_auto_true_false_mode():
     assert cfg.head_norm == "false"
 
 
+def test_a_yaml_boolean_fills_an_on_off_mode():
+    """YAML 1.1 reads an unquoted ``mixup: on`` as true: an on/off mode takes it."""
+    cfg = make_config("tsc train", {"mixup": False, "cutmix": True, "sam": True,
+                                    "dataset": "GunPoint"})
+    assert (cfg.mixup, cfg.cutmix, cfg.sam) == ("off", "on", "on")
+
+
 def test_data_path_from_the_api(tmp_path, monkeypatch):
     monkeypatch.setenv("KAIRO_DATA_DIR", str(tmp_path))
     assert execute("data path", DataConfig()).summary == str(tmp_path)

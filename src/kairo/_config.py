@@ -68,10 +68,12 @@ def load_config_file(path) -> dict:
 def _coerce(cls, name: str, value, source: str):
     base, is_tuple = field_kind(cls, name)
     where = f"{source}: field {name!r}"
-    # a mode whose choices include "true"/"false" (e.g. auto/true/false) takes YAML's booleans
+    # a mode whose choices include "true"/"false" (e.g. auto/true/false) or "on"/"off" takes
+    # YAML's booleans (YAML 1.1 reads an unquoted on/off/yes/no as one)
     choices = next(f.metadata.get("choices") or () for f in dataclasses.fields(cls)
                    if f.name == name)
-    takes_bool = "true" in choices and "false" in choices
+    bool_words = (("true", "false") if "true" in choices and "false" in choices else
+                  ("on", "off") if "on" in choices and "off" in choices else None)
 
     def one(v):
         if base is bool:
@@ -93,8 +95,8 @@ def _coerce(cls, name: str, value, source: str):
             except (TypeError, ValueError):
                 raise ConfigError(f"{where} expects a number, got {v!r}") from None
         if base is str:
-            if isinstance(v, bool) and takes_bool:
-                return "true" if v else "false"
+            if isinstance(v, bool) and bool_words:
+                return bool_words[0] if v else bool_words[1]
             if not isinstance(v, (str, int, float)) or isinstance(v, bool):
                 raise ConfigError(f"{where} expects a string, got {v!r}")
             return str(v)

@@ -9,8 +9,9 @@ import pytest
 import torch
 
 from kairo._errors import ConfigError, DataError
-from kairo.attention._augment import augment, check_mask, is_active
-from kairo.attention._config import MIXUP_AUTO_SMOOTHNESS, TIME_WARP_AUTO, resolve_time_warp
+from kairo.attention._augment import augment, check_mask, cut_mix, is_active
+from kairo.attention._config import (MIXUP_AUTO_SMOOTHNESS, SAM_AUTO_STEPS, TIME_WARP_AUTO,
+                                     resolve_mixup, resolve_time_warp)
 from kairo.attention._data import from_arrays
 from kairo.attention._model import ModelConfig
 from kairo.attention._train import TrainConfig, fit
@@ -240,3 +241,100 @@ def test_auto_leaves_series_with_inner_padding_unwarped():
     assert res["meta"]["time_warp"] == 0.0
     with pytest.raises(DataError, match="holey: series \\[5\\] have padding before valid"):
         fit(TINY_TF, TrainConfig(steps=2, time_warp=0.2), holes, **QUIET)
+
+
+# ---------------------------------------------------------------------------- CutMix
+def _lengths_mask(lengths, t):
+    return torch.arange(t)[None, :] < torch.as_tensor(lengths)[:, None]
+
+
+@pytest.mark.parametrize("keep, place", [(0.7, 0.0), (0.7, 1.0), (0.3, 0.5), (0.0, 0.4),
+                                         (1.0, 0.9)])
+def test_cut_mix_replaces_one_stretch_inside_both_series_valid_steps(keep, place):
+    t = 40
+    lengths = torch.tensor([40, 25, 33, 10])
+    mask = _lengths_mask(lengths, t)
+    x = torch.stack([(i + 1) * 100 + torch.arange(t, dtype=torch.float32)
+                     for i in range(4)])[:, None, :].repeat(1, 2, 1) * mask[:, None, :]
+    perm = torch.tensor([1, 2, 3, 0])
+    y, own = cut_mix(x, mask, perm, keep, place)
+    for i in range(4):
+        j = int(perm[i])
+        took = (y[i] != x[i]).any(dim=0)                             # steps taken from j
+        where = torch.nonzero(took).flatten()
+        room = min(int(lengths[i]), int(lengths[j]))
+        if len(where):
+            assert where.max() - where.min() + 1 == len(where)        # one stretch
+            assert where.max() < room                                 # valid in both
+            torch.testing.assert_close(y[i][:, took], x[j][:, took], atol=0, rtol=0)
+        assert len(where) == int(np.floor((place * keep + (1 - keep)) * room)) - \
+            int(np.floor(place * keep * room))
+        assert (y[i][:, ~mask[i]] == 0).all()                         # padding stays
+        assert float(own[i]) == pytest.approx(1 - len(where) / int(lengths[i]))
+    if keep == 1.0:
+        torch.testing.assert_close(y, x, atol=0, rtol=0)
+        assert (own == 1).all()
+
+
+def test_cut_mix_without_a_mask_cuts_the_same_steps_of_every_series():
+    torch.manual_seed(0)
+    x = torch.randn(5, 3, 50)
+    perm = torch.tensor([4, 3, 2, 1, 0])
+    y, own = cut_mix(x, None, perm, 0.6, 0.25)          # 20 steps cut, from step 7
+    torch.testing.assert_close(y[:, :, 7:27], x[perm][:, :, 7:27], atol=0, rtol=0)
+    torch.testing.assert_close(y[:, :, :7], x[:, :, :7], atol=0, rtol=0)
+    torch.testing.assert_close(y[:, :, 27:], x[:, :, 27:], atol=0, rtol=0)
+    torch.testing.assert_close(own, torch.full((5,), 0.6))
+    with pytest.raises(ValueError, match="keep and place must be in \\[0, 1\\]"):
+        cut_mix(x, None, perm, 1.2, 0.5)
+
+
+def test_cutmix_and_mixup_are_not_both_on():
+    with pytest.raises(ConfigError, match="mixup and cutmix are both on"):
+        TrainConfig(mixup="on", cutmix="on")
+    for bad in ("auto", "yes"):
+        with pytest.raises(ConfigError, match="^cutmix"):
+            TrainConfig(cutmix=bad)
+    with pytest.raises(ConfigError, match="^cutmix_alpha"):
+        TrainConfig(cutmix_alpha=0.0)
+    # mixup "auto" steps aside for cutmix, wherever it would mix; "on" and "off" are kept
+    assert resolve_mixup("auto", "transformer", "conv", 0.99) is True
+    assert resolve_mixup("auto", "transformer", "conv", 0.99, cutmix=True) is False
+    assert resolve_mixup("on", "transformer", "conv", 0.2, cutmix=True) is True
+
+
+def _rough_long(n: int = 24, t: int = SAM_AUTO_STEPS + 16) -> "TSData":
+    """Two classes of noisy oscillations, longer than the sharpness-aware steps' reach."""
+    rng = np.random.default_rng(5)
+    y = np.arange(n) % 2
+    steps = np.arange(t)[None, :]
+    x = np.sin(np.pi * steps / (2 + y[:, None])) + rng.normal(0, 0.5, (n, t))
+    return from_arrays(x[:, None, :].astype(np.float32), y, name="rough")
+
+
+def test_cutmix_fit_is_reproducible_and_replaces_mixup_auto():
+    data = _rough_long()
+    cfg = TrainConfig(steps=6, batch=8, threads=1, cutmix="on")
+    a, b = fit(TINY_TF, cfg, data, **QUIET), fit(TINY_TF, cfg, data, **QUIET)
+    assert a["history"] == b["history"]
+    for u, v in zip(a["model"].state_dict().values(), b["model"].state_dict().values()):
+        torch.testing.assert_close(u, v, atol=0, rtol=0)
+    assert a["meta"]["train_config"]["cutmix"] == "on"
+    off = fit(TINY_TF, dataclasses.replace(cfg, cutmix="off"), data, **QUIET)
+    assert off["history"] != a["history"]
+    assert TrainConfig().cutmix == "off"                             # the default
+    smooth = _smooth_toy(t=80)
+    assert fit(TINY_TF, TrainConfig(steps=2, batch=8, threads=1), smooth,
+               **QUIET)["meta"]["mixup"] == "on"
+    cut = fit(TINY_TF, dataclasses.replace(cfg, steps=2), smooth, **QUIET)
+    assert cut["meta"]["mixup"] == "off"
+    assert cut["meta"]["time_warp"] == TIME_WARP_AUTO                # warping stays
+
+
+def test_cutmix_refuses_padding_inside_series():
+    data = _rough_long()
+    mask = np.ones((24, data.n_steps), dtype=bool)
+    mask[3, 1] = False
+    holes = from_arrays(data.x * mask[:, None, :], data.y, mask, name="holey")
+    with pytest.raises(DataError, match="holey: series \\[3\\] have padding before valid"):
+        fit(TINY_TF, TrainConfig(steps=2, cutmix="on"), holes, **QUIET)

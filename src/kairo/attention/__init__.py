@@ -28,6 +28,7 @@ _EXPORTS = {
     "_data": ("TSData", "list_datasets", "load_dataset", "from_arrays", "load_csv", "load_ts",
               "pad_to", "znormalize", "stratified_split", "canonical_name", "smoothness"),
     "_mnist1d": ("make_mnist1d",),
+    "_augment": ("augment", "cut_mix"),
     "_train": ("fit", "fit_ensemble", "save_classifier", "load_classifier", "predict", "evaluate",
                "recompute_bn_stats", "scale_input", "resolve_znorm", "check_max_len",
                "param_groups", "n_epochs", "labels_as"),

@@ -10,6 +10,9 @@ epoch, so augmented runs stay reproducible and resumable):
 - ``crop``: window slicing (Le Guennec et al. 2016): a random window of (1 − crop) of the
   series, stretched back to its full length.
 
+``cut_mix`` is CutMix (Yun et al. 2019) for series, which ``fit`` applies per batch (it changes
+the labels' weights as well as the series).
+
 Time maps act on each series' valid steps only (padding sits at the end, see ``_data``), and
 padded steps stay zero. Written here because the transforms must run on batched torch tensors
 with masks inside the training loop; the augmentation libraries (tsaug, tsai's) work on NumPy
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["augment", "is_active", "check_mask"]
+__all__ = ["augment", "is_active", "check_mask", "cut_mix"]
 
 _KNOTS = 4          # interior knots of the time-warp speed curve
 
@@ -47,7 +50,8 @@ def check_mask(mask) -> str | None:
     bad = torch.nonzero((prefix != m).any(dim=1)).flatten()
     if len(bad):
         return (f"series {bad[:5].tolist()} have padding before valid steps; time_warp and "
-                f"crop need each series' valid steps first and padding at the end")
+                f"crop and cutmix need each series' valid steps first and padding at the "
+                f"end")
     return None
 
 
@@ -97,3 +101,30 @@ def augment(x: torch.Tensor, mask: torch.Tensor | None, cfg) -> torch.Tensor:
     if mask is not None:
         x = x * mask[:, None, :].to(x.dtype)                                 # padding stays 0
     return x
+
+
+def cut_mix(x: torch.Tensor, mask: torch.Tensor | None, perm: torch.Tensor, keep: float,
+            place: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """CutMix for a batch of series: ``(mixed x, own weight [B])``.
+
+    Series i gets a stretch of ``1 - keep`` of its steps replaced by the same steps of series
+    ``perm[i]``, placed at ``place`` ∈ [0, 1] of the room left (0: at the start, 1: at the
+    end). The stretch lies within the valid steps of both series (the shorter's length sets
+    it), so padding never moves and every step of the result is a step of one of the two;
+    ``keep`` and ``place`` are drawn once per batch. The own weight is the fraction of series
+    i's valid steps it kept: the loss weighs its label by that and its partner's by the rest.
+    """
+    b, _, t = x.shape
+    if not (0.0 <= keep <= 1.0 and 0.0 <= place <= 1.0):
+        raise ValueError(f"keep and place must be in [0, 1], got {keep} and {place}")
+    lengths = (torch.full((b,), t, device=x.device) if mask is None
+               else mask.sum(dim=1))                                          # [B]
+    room = torch.minimum(lengths, lengths[perm]).to(torch.float64)
+    cut = 1.0 - keep
+    start = torch.floor(place * (1.0 - cut) * room).long()
+    stop = torch.floor((place * (1.0 - cut) + cut) * room).long()
+    steps = torch.arange(t, device=x.device)[None, :]
+    inside = (steps >= start[:, None]) & (steps < stop[:, None])              # [B, T]
+    mixed = torch.where(inside[:, None, :], x[perm], x)
+    own = 1.0 - (stop - start).to(x.dtype) / lengths.clamp(min=1).to(x.dtype)
+    return mixed, own

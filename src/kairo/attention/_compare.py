@@ -347,7 +347,8 @@ def _record_resolved(cfg, rd, datasets) -> None:
     # on the whole training split; a cross-validation fold resolves on its own series
     smooth = {ds: smoothness(d.x, d.mask) for ds, d in train.items()}
     rd.resolve("smoothness", {ds: None if np.isnan(v) else v for ds, v in smooth.items()})
-    rd.resolve("mixup", {ds: {enc: "on" if resolve_mixup(cfg.mixup, enc, cfg.tokens, v)
+    rd.resolve("mixup", {ds: {enc: "on" if resolve_mixup(cfg.mixup, enc, cfg.tokens, v,
+                                                         cfg.cutmix == "on")
                               else "off" for enc in cfg.encoders} for ds, v in smooth.items()})
     if not getattr(cfg, "time_warps", ()):    # else each run's time warp is its candidate's
         rd.resolve("time_warp", {

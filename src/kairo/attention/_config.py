@@ -30,7 +30,8 @@ __all__ = ["ModelConfig", "TrainConfig", "ModelOptions", "TrainOptions", "DataOp
            "model_config", "train_config", "split_config", "resolve_sam", "resolve_mixup",
            "resolve_time_warp",
            "ENCODERS", "POOLS", "NORM_POSITIONS", "TOKENS", "POSITIONALS", "SCHEDULES", "DEVICES",
-           "HEAD_NORMS", "WEIGHT_INITS", "ZNORMS", "BN_STATS", "SAMS", "MIXUPS", "SELECTS",
+           "HEAD_NORMS", "WEIGHT_INITS", "ZNORMS", "BN_STATS", "SAMS", "MIXUPS", "CUTMIXES",
+           "SELECTS",
            "SPLITS", "UNIVARIATE", "PEERS"]
 
 ENCODERS = ("resnet", "transformer")
@@ -53,6 +54,7 @@ BN_STATS = ("running", "recompute")
 SELECTS = ("holdout", "cv")
 SAMS = ("auto", "on", "off")
 MIXUPS = ("auto", "on", "off")
+CUTMIXES = ("on", "off")
 STEM_DILATIONS = ("auto", "off")             # or the integers themselves, e.g. "1,3,6"
 # the classifiers a user would otherwise run, fitted beside kairo in `kairo tsc benchmark`
 # (aeon's convolution-based classifiers, kairo.attention._peers)
@@ -188,13 +190,15 @@ def resolve_sam(sam: str, encoder: str, tokens: str, max_len: int) -> bool:
 MIXUP_AUTO_SMOOTHNESS = 0.95
 
 
-def resolve_mixup(mixup: str, encoder: str, tokens: str, smoothness: float) -> bool:
+def resolve_mixup(mixup: str, encoder: str, tokens: str, smoothness: float,
+                  cutmix: bool = False) -> bool:
     """Whether training mixes its batches: ``mixup`` "on"/"off", or for "auto" on for a
     Transformer on conv tokens whose training series have a smoothness (median lag-1
-    autocorrelation) of at least ``MIXUP_AUTO_SMOOTHNESS``; NaN (no series to measure) is off."""
+    autocorrelation) of at least ``MIXUP_AUTO_SMOOTHNESS``; NaN (no series to measure) is off.
+    "auto" is off where ``cutmix`` is on: a batch is either blended or cut."""
     if mixup != "auto":
         return mixup == "on"
-    return (encoder == "transformer" and tokens == "conv"
+    return (encoder == "transformer" and tokens == "conv" and not cutmix
             and bool(smoothness >= MIXUP_AUTO_SMOOTHNESS))
 
 
@@ -333,6 +337,14 @@ class TrainOptions:
                         "for rough or oscillating series, e.g. ACSF1)", choices=MIXUPS)
     mixup_alpha: float = option(0.2, "mixup's Beta parameter (--mixup on or auto)", above=0.0,
                                 high=10.0)
+    cutmix: str = option("off", "CutMix (Yun et al. 2019): in each training batch a stretch "
+                         "of every series is replaced by the same stretch of a shuffled "
+                         "partner's, and the label shared by the steps each gave: on or off "
+                         "(measured: ACSF1 +0.012, PLAID -0.04; docs/attention.md)",
+                         choices=CUTMIXES)
+    cutmix_alpha: float = option(1.0, "CutMix's Beta parameter: the fraction of each series "
+                                 "kept is drawn from Beta(a, a) (--cutmix on)", above=0.0,
+                                 high=10.0)
     bn_stats: str = option("recompute", "batch-norm statistics of the trained model (ResNet, "
                            "conv tokens): "
                            "running (the averages left by training) or recompute (over the "
@@ -451,6 +463,9 @@ def _check_train(cfg) -> None:
         if not 0.0 <= tw <= 10.0:               # NaN too
             raise ConfigError(f"time_warp must be auto or a number in [0, 10], got {tw}")
         object.__setattr__(cfg, "time_warp", tw)
+    if cfg.mixup == "on" and cfg.cutmix == "on":
+        raise ConfigError("mixup and cutmix are both on; a batch is either blended (mixup) or "
+                          "cut (cutmix): turn one off (mixup auto steps aside for cutmix)")
     _below_one(cfg, "warmup", "plateau_factor", "val_fraction", "label_smoothing", "crop")
     if cfg.schedule == "onecycle" and not cfg.warmup > 0:
         raise ConfigError("warmup must be > 0 for the onecycle schedule (it is the fraction "

@@ -25,7 +25,7 @@ from kairo._checkpoint import (check_compatible, load_checkpoint, save_checkpoin
 from kairo._device import resolve_device
 from kairo._errors import ConfigError, DataError, KairoError
 from kairo.attention._attention import MultiHeadAttention
-from kairo.attention._augment import augment, check_mask, is_active
+from kairo.attention._augment import augment, check_mask, cut_mix, is_active
 from kairo.attention._config import (SCHEDULES, TrainConfig, resolve_mixup, resolve_sam,
                                      resolve_time_warp)
 from kairo.attention._data import (TSData, _check_finite, _check_float32_range, channel_stats,
@@ -167,6 +167,7 @@ def _train_epoch(model, opt, sched, loss_fn, x, y, mask, order, cfg: TrainConfig
     model.train()
     total, seen = 0.0, 0
     aug = is_active(cfg)
+    each_loss = nn.CrossEntropyLoss(reduction="none", label_smoothing=cfg.label_smoothing)
     for s, e in _batches(len(order), cfg.batch):
         idx = order[s:e]
         mb = None if mask is None else mask[idx]
@@ -182,6 +183,14 @@ def _train_epoch(model, opt, sched, loss_fn, x, y, mask, order, cfg: TrainConfig
             def batch_loss(xb=xb, mb=mb, lam=lam, perm=perm, yb=y[idx]):
                 out = model(xb, mb)
                 return lam * loss_fn(out, yb) + (1 - lam) * loss_fn(out, yb[perm])
+        elif cfg.cutmix == "on":
+            keep = float(torch.distributions.Beta(cfg.cutmix_alpha, cfg.cutmix_alpha).sample())
+            perm = torch.randperm(len(idx), device=xb.device)
+            xb, own = cut_mix(xb, mb, perm, keep, float(torch.rand(())))
+
+            def batch_loss(xb=xb, mb=mb, own=own, perm=perm, yb=y[idx]):
+                out = model(xb, mb)
+                return (own * each_loss(out, yb) + (1 - own) * each_loss(out, yb[perm])).mean()
         else:
             def batch_loss(xb=xb, mb=mb, yb=y[idx]):
                 return loss_fn(model(xb, mb), yb)                               # scalar
@@ -265,8 +274,8 @@ def fit(model_cfg, train_cfg: TrainConfig, data: TSData, *, checkpoint=None,
     if not isinstance(data, TSData):
         raise KairoError(f"data must be a TSData (see load_dataset / from_arrays), got "
                          f"{type(data).__name__}")
-    if train_cfg.time_warp not in ("auto", 0) or train_cfg.crop:    # "auto" never asks it
-        why = check_mask(data.mask)
+    if train_cfg.time_warp not in ("auto", 0) or train_cfg.crop or train_cfg.cutmix == "on":
+        why = check_mask(data.mask)               # time_warp "auto" never asks it
         if why:
             raise DataError(f"{data.name}: {why}")
     device = _device(train_cfg.device)
@@ -307,7 +316,8 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, progress_bar) 
     # run.json, the checkpoint and the model record what "auto" chose, as for znorm
     sam = resolve_sam(cfg.sam, model_cfg.encoder, model_cfg.tokens, data.n_steps)
     smooth = smoothness(data.x[tr], None if data.mask is None else data.mask[tr])
-    mixup = resolve_mixup(cfg.mixup, model_cfg.encoder, model_cfg.tokens, smooth)
+    mixup = resolve_mixup(cfg.mixup, model_cfg.encoder, model_cfg.tokens, smooth,
+                          cfg.cutmix == "on")
     # the mask is read only for "auto": an explicit value was checked by fit already
     warp = resolve_time_warp(cfg.time_warp, model_cfg.encoder, model_cfg.tokens, smooth,
                              cfg.time_warp != "auto" or check_mask(data.mask) is None)
