@@ -304,7 +304,8 @@ def test_cutmix_and_mixup_are_not_both_on():
 
 
 def _rough_long(n: int = 24, t: int = SAM_AUTO_STEPS + 16) -> "TSData":
-    """Two classes of noisy oscillations, longer than the sharpness-aware steps' reach."""
+    """Two classes of noisy oscillations (not smooth: mixup "auto" is off), longer than the
+    sharpness-aware steps' reach (off too), so that CutMix is the only thing that varies."""
     rng = np.random.default_rng(5)
     y = np.arange(n) % 2
     steps = np.arange(t)[None, :]
