@@ -121,6 +121,7 @@ def cut_mix(x: torch.Tensor, mask: torch.Tensor | None, perm: torch.Tensor, keep
                else mask.sum(dim=1))                                          # [B]
     room = torch.minimum(lengths, lengths[perm]).to(torch.float64)
     cut = 1.0 - keep
+    # (1 - cut), not keep: the measured runs placed the cut so, and a floor can differ by a step
     start = torch.floor(place * (1.0 - cut) * room).long()
     stop = torch.floor((place * (1.0 - cut) + cut) * room).long()
     steps = torch.arange(t, device=x.device)[None, :]
