@@ -167,7 +167,8 @@ def _train_epoch(model, opt, sched, loss_fn, x, y, mask, order, cfg: TrainConfig
     model.train()
     total, seen = 0.0, 0
     aug = is_active(cfg)
-    each_loss = nn.CrossEntropyLoss(reduction="none", label_smoothing=cfg.label_smoothing)
+    # CutMix weighs each series' two labels on its own: the same loss, per series
+    each_loss = nn.CrossEntropyLoss(reduction="none", label_smoothing=loss_fn.label_smoothing)
     for s, e in _batches(len(order), cfg.batch):
         idx = order[s:e]
         mb = None if mask is None else mask[idx]
