@@ -291,7 +291,8 @@ def test_benchmark_ensembles_are_those_tsc_train_ensemble_trains(tmp_path, capsy
     TSEnsemble that fit_ensemble builds from the same members scores, with every member kept
     in member_runs.csv."""
     from kairo._errors import KairoError
-    from kairo.attention import ModelConfig, TrainConfig, ensemble_runs, evaluate, fit_ensemble
+    from kairo.attention import (ModelConfig, TrainConfig, ensemble_runs, evaluate,
+                                 fit_ensemble, read_member_runs)
 
     out = tmp_path / "ens"
     assert main(["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--encoders",
@@ -323,3 +324,17 @@ def test_benchmark_ensembles_are_those_tsc_train_ensemble_trains(tmp_path, capsy
         BenchmarkConfig(ensemble=2, refit=False)
     with pytest.raises(KairoError, match="ensemble_seed and proba"):
         ensemble_runs(members)                    # the CSV's rows: no probabilities
+    # the members' probabilities are kept: averaged again they give the run's ensembles,
+    # and regrouped, an ensemble of all four
+    again = ensemble_runs(read_member_runs(out))
+    pd.testing.assert_series_equal(again.test_accuracy, runs.test_accuracy)
+    assert list(again.members) == list(runs.members)
+    four = ensemble_runs(read_member_runs(out).assign(ensemble_seed=0))
+    assert list(four.members) == ["0 1 2 3"] and 0 <= four.test_accuracy[0] <= 1
+    np.savez(out / "member_proba.npz", row0=np.zeros((2, 2)))         # another run's file
+    with pytest.raises(KairoError, match="holds 1 members' probabilities, member_runs.csv "
+                                         "lists 4"):
+        read_member_runs(out)
+    (out / "member_proba.npz").unlink()
+    with pytest.raises(KairoError, match="member_proba.npz: not found"):
+        read_member_runs(out)

@@ -25,7 +25,8 @@ from kairo.attention._config import (ENCODERS, HEAD_NORMS, UNIVARIATE, WEIGHT_IN
 __all__ = ["CompareConfig", "BenchmarkConfig", "run_grid", "pooling_tests", "summarize",
            "cv_folds", "cv_summary", "comparison_figure", "run_compare", "run_benchmark",
            "resnet_test", "canonical_datasets", "read_reference", "reference_test",
-           "benchmark_markdown", "ensemble_runs", "warp_key", "MIN_WILCOXON_PAIRS",
+           "benchmark_markdown", "ensemble_runs", "read_member_runs", "warp_key",
+           "MIN_WILCOXON_PAIRS",
            "PER_SEED_COLUMNS", "UNIVARIATE"]
 
 
@@ -187,6 +188,34 @@ def ensemble_runs(members: pd.DataFrame, mnist1d_length: int = 40) -> pd.DataFra
                      "fit_seconds": float(part.fit_seconds.sum()),
                      "n_params": int(part.n_params.sum())})
     return pd.DataFrame(rows)
+
+
+# each member's test-split class probabilities, beside member_runs.csv (row i: key "row<i>"),
+# so that a finished run's members can be averaged again in other groupings
+MEMBER_PROBA = "member_proba.npz"
+
+
+def read_member_runs(folder) -> pd.DataFrame:
+    """The members of a finished ``kairo tsc benchmark --ensemble N`` results folder:
+    ``member_runs.csv`` with each member's test-split class probabilities (from
+    ``member_proba.npz``) as ``proba``, ready for :func:`ensemble_runs` — which averages them
+    by ``ensemble_seed``, so setting that column regroups the members (e.g. ensembles of
+    four from runs of two)."""
+    folder = Path(folder)
+    csv, npz = folder / "member_runs.csv", folder / MEMBER_PROBA
+    for path in (csv, npz):
+        if not path.is_file():
+            raise KairoError(f"{path}: not found; read_member_runs reads a kairo tsc "
+                             f"benchmark --ensemble N results folder (member_runs.csv and "
+                             f"{MEMBER_PROBA})")
+    members = pd.read_csv(csv)
+    with np.load(npz) as saved:
+        keys = [f"row{i}" for i in range(len(members))]
+        if sorted(saved.files) != sorted(keys):
+            raise KairoError(f"{npz}: holds {len(saved.files)} members' probabilities, "
+                             f"{csv.name} lists {len(members)}; both must come from one run")
+        proba = [saved[k] for k in keys]
+    return members.assign(proba=pd.Series(proba, index=members.index, dtype=object))
 
 
 def run_grid(jobs: list[dict], workers: int = 0, progress_bar=None, run=None, *,
@@ -774,6 +803,9 @@ def run_benchmark(cfg: BenchmarkConfig, rd, progress_bar=None) -> str:
                         executor=cfg.executor, journal=rd.checkpoint)
         if cfg.ensemble > 1:
             rd.add("member_runs.csv", runs.drop(columns="proba"))
+            np.savez_compressed(rd.path / MEMBER_PROBA,
+                                **{f"row{i}": np.asarray(p) for i, p in enumerate(runs.proba)})
+            rd.add(MEMBER_PROBA)
             runs = ensemble_runs(runs, cfg.mnist1d_length)
         rd.add("refit_runs.csv", runs)
         if not cv:
