@@ -335,6 +335,9 @@ def test_benchmark_ensembles_are_those_tsc_train_ensemble_trains(tmp_path, capsy
     with pytest.raises(KairoError, match="holds 1 members' probabilities, member_runs.csv "
                                          "lists 4"):
         read_member_runs(out)
+    (out / "member_proba.npz").write_text("not an archive")
+    with pytest.raises(KairoError, match="member_proba.npz: not a member_proba.npz kairo"):
+        read_member_runs(out)
     (out / "member_proba.npz").unlink()
     with pytest.raises(KairoError, match="member_proba.npz: not found"):
         read_member_runs(out)

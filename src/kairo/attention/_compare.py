@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import warnings
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -209,12 +210,19 @@ def read_member_runs(folder) -> pd.DataFrame:
                              f"benchmark --ensemble N results folder (member_runs.csv and "
                              f"{MEMBER_PROBA})")
     members = pd.read_csv(csv)
-    with np.load(npz) as saved:
-        keys = [f"row{i}" for i in range(len(members))]
-        if sorted(saved.files) != sorted(keys):
-            raise KairoError(f"{npz}: holds {len(saved.files)} members' probabilities, "
-                             f"{csv.name} lists {len(members)}; both must come from one run")
-        proba = [saved[k] for k in keys]
+    keys = [f"row{i}" for i in range(len(members))]
+    try:
+        saved = np.load(npz)
+        if not hasattr(saved, "files"):                # one .npy array, not an archive
+            raise ValueError("one array, not an archive of members")
+        with saved:
+            files = saved.files
+            proba = [saved[k] for k in keys] if sorted(files) == sorted(keys) else None
+    except (OSError, ValueError, zipfile.BadZipFile) as exc:
+        raise KairoError(f"{npz}: not a member_proba.npz kairo wrote ({exc})") from None
+    if proba is None:
+        raise KairoError(f"{npz}: holds {len(files)} members' probabilities, {csv.name} lists "
+                         f"{len(members)}; both must come from one run")
     return members.assign(proba=pd.Series(proba, index=members.index, dtype=object))
 
 
