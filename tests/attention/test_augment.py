@@ -11,7 +11,7 @@ import torch
 from kairo._errors import ConfigError, DataError
 from kairo.attention._augment import augment, check_mask, cut_mix, is_active
 from kairo.attention._config import (MIXUP_AUTO_SMOOTHNESS, SAM_AUTO_STEPS, TIME_WARP_AUTO,
-                                     resolve_mixup, resolve_time_warp)
+                                     resolve_cutmix, resolve_mixup, resolve_time_warp)
 from kairo.attention._data import from_arrays
 from kairo.attention._model import ModelConfig
 from kairo.attention._train import TrainConfig, fit
@@ -292,7 +292,7 @@ def test_cut_mix_without_a_mask_cuts_the_same_steps_of_every_series():
 def test_cutmix_and_mixup_are_not_both_on():
     with pytest.raises(ConfigError, match="mixup and cutmix are both on"):
         TrainConfig(mixup="on", cutmix="on")
-    for bad in ("auto", "yes"):
+    for bad in ("yes", True):
         with pytest.raises(ConfigError, match="^cutmix"):
             TrainConfig(cutmix=bad)
     with pytest.raises(ConfigError, match="^cutmix_alpha"):
@@ -301,6 +301,23 @@ def test_cutmix_and_mixup_are_not_both_on():
     assert resolve_mixup("auto", "transformer", "conv", 0.99) is True
     assert resolve_mixup("auto", "transformer", "conv", 0.99, cutmix=True) is False
     assert resolve_mixup("on", "transformer", "conv", 0.2, cutmix=True) is True
+
+
+@pytest.mark.parametrize("cutmix, mixup, encoder, tokens, max_len, smooth, one_length, on", [
+    ("auto", "auto", "transformer", "conv", SAM_AUTO_STEPS + 1, 0.5, True, True),
+    ("auto", "auto", "transformer", "conv", 1460, -0.2, True, True),             # ACSF1
+    ("auto", "off", "transformer", "conv", 1460, np.nan, True, True),
+    ("auto", "auto", "transformer", "conv", 1460, -0.2, False, False),  # many lengths (PLAID)
+    ("auto", "auto", "transformer", "conv", SAM_AUTO_STEPS, 0.5, True, False),   # SAM's reach
+    ("auto", "auto", "transformer", "conv", 1460, MIXUP_AUTO_SMOOTHNESS, True, False),
+    ("auto", "off", "transformer", "conv", 1460, 0.99, True, False),  # smooth, mixup pinned off
+    ("auto", "on", "transformer", "conv", 1460, 0.5, True, False),    # a batch is blended
+    ("auto", "auto", "transformer", "patch", 1460, 0.5, True, False),
+    ("auto", "auto", "resnet", "conv", 1460, 0.5, True, False),
+    ("on", "auto", "resnet", "patch", 24, 0.99, False, True),
+    ("off", "auto", "transformer", "conv", 1460, 0.5, True, False)])
+def test_resolve_cutmix(cutmix, mixup, encoder, tokens, max_len, smooth, one_length, on):
+    assert resolve_cutmix(cutmix, mixup, encoder, tokens, max_len, smooth, one_length) is on
 
 
 def _rough_long(n: int = 24, t: int = SAM_AUTO_STEPS + 16) -> "TSData":
@@ -323,10 +340,20 @@ def test_cutmix_fit_is_reproducible_and_replaces_mixup_auto():
     assert a["meta"]["train_config"]["cutmix"] == "on"
     off = fit(TINY_TF, dataclasses.replace(cfg, cutmix="off"), data, **QUIET)
     assert off["history"] != a["history"]
-    assert TrainConfig().cutmix == "off"                             # the default
+    # the default, "auto", cuts these series (long, rough, of one length) exactly as "on"
+    assert TrainConfig().cutmix == "auto"
+    auto = fit(TINY_TF, dataclasses.replace(cfg, cutmix="auto"), data, **QUIET)
+    assert auto["history"] == a["history"] and auto["meta"]["cutmix"] == "on"
+    # the same series at many lengths (padded at the end): "auto" does not cut them
+    lengths = np.where(np.arange(24) % 3 == 0, data.n_steps - 20, data.n_steps)
+    mask = np.arange(data.n_steps)[None, :] < lengths[:, None]
+    ragged = from_arrays(data.x * mask[:, None, :], data.y, mask, name="ragged")
+    auto = fit(TINY_TF, dataclasses.replace(cfg, cutmix="auto"), ragged, **QUIET)
+    pinned = fit(TINY_TF, dataclasses.replace(cfg, cutmix="off"), ragged, **QUIET)
+    assert auto["meta"]["cutmix"] == "off" and auto["history"] == pinned["history"]
     smooth = _smooth_toy(t=80)
-    assert fit(TINY_TF, TrainConfig(steps=2, batch=8, threads=1), smooth,
-               **QUIET)["meta"]["mixup"] == "on"
+    plain = fit(TINY_TF, TrainConfig(steps=2, batch=8, threads=1), smooth, **QUIET)["meta"]
+    assert (plain["mixup"], plain["cutmix"]) == ("on", "off")
     cut = fit(TINY_TF, dataclasses.replace(cfg, steps=2), smooth, **QUIET)
     assert cut["meta"]["mixup"] == "off"
     assert cut["meta"]["time_warp"] == TIME_WARP_AUTO                # warping stays

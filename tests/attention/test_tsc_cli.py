@@ -199,6 +199,9 @@ def test_mixup_auto_is_recorded_as_what_it_chose(tmp_path):
         assert resolved["time_warp"] == meta["time_warp"] == (0.2 if dataset == "GunPoint"
                                                               else 0.0)
         assert yaml.safe_load((out / "config.yaml").read_text())["time_warp"] == "auto"
+        # --cutmix auto cuts where neither mixup nor SAM would act (84 rough steps, one length)
+        assert resolved["cutmix"] == meta["cutmix"] == (
+            "on" if dataset == "Covid3Month_disc" else "off")
         train = load_dataset(dataset)
         assert resolved["smoothness"] == pytest.approx(smoothness(train.x, train.mask))
 

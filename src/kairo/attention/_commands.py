@@ -27,8 +27,8 @@ __all__ = ["COMMANDS", "load_data", "load_file", "inputs", "model_dataset", "run
 
 log = logging.getLogger(__name__)
 # what a trained model's meta says "auto" chose, recorded under run.json's "resolved"
-RESOLVED = ("znorm", "sam", "mixup", "time_warp", "smoothness", "head_norm", "weight_init",
-            "layout", "stem_blocks", "stem_dilations", "stem_pool")
+RESOLVED = ("znorm", "sam", "mixup", "cutmix", "time_warp", "smoothness", "head_norm",
+            "weight_init", "layout", "stem_blocks", "stem_dilations", "stem_pool")
 
 
 # ---------------------------------------------------------------------------- data

@@ -19,8 +19,9 @@ from kairo._errors import ConfigError, DataError, KairoError
 from kairo._stats import sign_test_p, welch_p, wilcoxon_p
 from kairo.attention._config import (ENCODERS, HEAD_NORMS, UNIVARIATE, WEIGHT_INITS,
                                      BenchmarkConfig, CompareConfig, ModelConfig, TrainConfig,
-                                     model_config, resolve_head, resolve_mixup,
-                                     resolve_sam, resolve_time_warp, train_config)
+                                     model_config, resolve_cutmix, resolve_head,
+                                     resolve_mixup, resolve_sam, resolve_time_warp,
+                                     train_config)
 
 
 __all__ = ["CompareConfig", "BenchmarkConfig", "run_grid", "pooling_tests", "summarize",
@@ -368,8 +369,8 @@ def comparison_figure(summary: pd.DataFrame):
 
 # ---------------------------------------------------------------------------- commands
 def _record_resolved(cfg, rd, datasets) -> None:
-    """What the grid's "auto" values stand for, per encoder (and for ``sam``, ``mixup`` and
-    ``time_warp``, per dataset), in run.json."""
+    """What the grid's "auto" values stand for, per encoder (and for ``sam``, ``cutmix``,
+    ``mixup`` and ``time_warp``, per dataset), in run.json."""
     from kairo.attention._augment import check_mask
     from kairo.attention._data import smoothness
     from kairo.attention._encoders import resnet_layout
@@ -384,8 +385,13 @@ def _record_resolved(cfg, rd, datasets) -> None:
     # on the whole training split; a cross-validation fold resolves on its own series
     smooth = {ds: smoothness(d.x, d.mask) for ds, d in train.items()}
     rd.resolve("smoothness", {ds: None if np.isnan(v) else v for ds, v in smooth.items()})
+    cut = {ds: {enc: resolve_cutmix(cfg.cutmix, cfg.mixup, enc, cfg.tokens, d.n_steps,
+                                    smooth[ds], d.mask is None or bool(np.all(d.mask)))
+                for enc in cfg.encoders} for ds, d in train.items()}
+    rd.resolve("cutmix", {ds: {enc: "on" if on else "off" for enc, on in c.items()}
+                          for ds, c in cut.items()})
     rd.resolve("mixup", {ds: {enc: "on" if resolve_mixup(cfg.mixup, enc, cfg.tokens, v,
-                                                         cfg.cutmix == "on")
+                                                         cut[ds][enc])
                               else "off" for enc in cfg.encoders} for ds, v in smooth.items()})
     if not getattr(cfg, "time_warps", ()):    # else each run's time warp is its candidate's
         rd.resolve("time_warp", {

@@ -28,7 +28,7 @@ __all__ = ["ModelConfig", "TrainConfig", "ModelOptions", "TrainOptions", "DataOp
            "GridOptions", "TscTrainConfig", "EvaluateConfig", "PredictConfig", "MapsConfig",
            "EncodingsConfig", "CompareConfig", "BenchmarkConfig", "ListConfig",
            "model_config", "train_config", "split_config", "resolve_sam", "resolve_mixup",
-           "resolve_time_warp",
+           "resolve_time_warp", "resolve_cutmix",
            "ENCODERS", "POOLS", "NORM_POSITIONS", "TOKENS", "POSITIONALS", "SCHEDULES", "DEVICES",
            "HEAD_NORMS", "WEIGHT_INITS", "ZNORMS", "BN_STATS", "SAMS", "MIXUPS", "CUTMIXES",
            "SELECTS",
@@ -54,7 +54,7 @@ BN_STATS = ("running", "recompute")
 SELECTS = ("holdout", "cv")
 SAMS = ("auto", "on", "off")
 MIXUPS = ("auto", "on", "off")
-CUTMIXES = ("on", "off")
+CUTMIXES = ("auto", "on", "off")
 STEM_DILATIONS = ("auto", "off")             # or the integers themselves, e.g. "1,3,6"
 # the classifiers a user would otherwise run, fitted beside kairo in `kairo tsc benchmark`
 # (aeon's convolution-based classifiers, kairo.attention._peers)
@@ -202,6 +202,26 @@ def resolve_mixup(mixup: str, encoder: str, tokens: str, smoothness: float,
             and bool(smoothness >= MIXUP_AUTO_SMOOTHNESS))
 
 
+# cutmix "auto": cut where neither the sharpness-aware steps nor mixup act (a Transformer on
+# conv tokens, series longer than SAM_AUTO_STEPS, not smooth) and the series are all of one
+# length. Series of one length are mostly windows of a continuous recording, each stretch
+# carrying the class (ACSF1: members 0.900 -> 0.922); series of many lengths are mostly events
+# that begin at their onset, where a stretch of steady cycles does not (PLAID: -0.043). The
+# length is the proxy a rule can read before training (docs/notes/attention.md, "CutMix where
+# the series are long, rough and of one length").
+def resolve_cutmix(cutmix: str, mixup: str, encoder: str, tokens: str, max_len: int,
+                   smoothness: float, one_length: bool) -> bool:
+    """Whether training cuts its batches: ``cutmix`` "on"/"off", or for "auto" on for a
+    Transformer on conv tokens where neither :func:`resolve_sam` nor :func:`resolve_mixup`
+    ("auto") acts and the training series are all of one length (``one_length``); off where
+    ``mixup`` is "on" (a batch is either blended or cut)."""
+    if cutmix != "auto":
+        return cutmix == "on"
+    return (encoder == "transformer" and tokens == "conv" and one_length and mixup != "on"
+            and not resolve_sam("auto", encoder, tokens, max_len)
+            and not resolve_mixup("auto", encoder, tokens, smoothness))
+
+
 # time_warp "auto": warp where mixup mixes (the same smoothness): a warped outline is still an
 # outline of its class, a warped oscillation has another period (the ResNet on ACSF1: 0.620).
 # OSULeaf +0.004 over mixup alone, 4 of 5 ensembles (docs/notes/attention.md, "Time warping on
@@ -337,14 +357,17 @@ class TrainOptions:
                         "for rough or oscillating series, e.g. ACSF1)", choices=MIXUPS)
     mixup_alpha: float = option(0.2, "mixup's Beta parameter (--mixup on or auto)", above=0.0,
                                 high=10.0)
-    cutmix: str = option("off", "CutMix (Yun et al. 2019): in each training batch a stretch "
-                         "of every series is replaced by the same stretch of a shuffled "
-                         "partner's, and the label shared by the steps each gave: on or off "
-                         "(measured: ACSF1 +0.012, PLAID -0.04; docs/attention.md)",
-                         choices=CUTMIXES)
+    cutmix: str = option("auto", "CutMix (Yun et al. 2019): in each training batch a "
+                         "stretch of every series is replaced by the same stretch of a "
+                         "shuffled partner's, and the label shared by the steps each gave: on, "
+                         "off, or auto (on for a Transformer on conv tokens whose series have "
+                         f"more than {SAM_AUTO_STEPS} steps, are not smooth and are all of one "
+                         "length, where neither --sam auto nor --mixup auto acts; off under "
+                         "--mixup on; measured: ACSF1 +0.012, PLAID (many lengths) -0.04; "
+                         "docs/attention.md)", choices=CUTMIXES)
     cutmix_alpha: float = option(1.0, "CutMix's Beta parameter: the fraction of each series "
-                                 "kept is drawn from Beta(a, a) (--cutmix on)", above=0.0,
-                                 high=10.0)
+                                 "kept is drawn from Beta(a, a) (--cutmix on or auto)",
+                                 above=0.0, high=10.0)
     bn_stats: str = option("recompute", "batch-norm statistics of the trained model (ResNet, "
                            "conv tokens): "
                            "running (the averages left by training) or recompute (over the "

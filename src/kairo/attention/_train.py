@@ -26,8 +26,8 @@ from kairo._device import resolve_device
 from kairo._errors import ConfigError, DataError, KairoError
 from kairo.attention._attention import MultiHeadAttention
 from kairo.attention._augment import augment, check_mask, cut_mix, is_active
-from kairo.attention._config import (SCHEDULES, TrainConfig, resolve_mixup, resolve_sam,
-                                     resolve_time_warp)
+from kairo.attention._config import (SCHEDULES, TrainConfig, resolve_cutmix, resolve_mixup,
+                                     resolve_sam, resolve_time_warp)
 from kairo.attention._data import (TSData, _check_finite, _check_float32_range, channel_stats,
                                    smoothness, standardize, stratified_split, znormalize)
 
@@ -317,13 +317,16 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, progress_bar) 
     # run.json, the checkpoint and the model record what "auto" chose, as for znorm
     sam = resolve_sam(cfg.sam, model_cfg.encoder, model_cfg.tokens, data.n_steps)
     smooth = smoothness(data.x[tr], None if data.mask is None else data.mask[tr])
-    mixup = resolve_mixup(cfg.mixup, model_cfg.encoder, model_cfg.tokens, smooth,
-                          cfg.cutmix == "on")
+    # "auto" cuts only series of one length: fit refused padding inside a series for "on"
+    one_length = data.mask is None or bool(np.all(data.mask))
+    cut = resolve_cutmix(cfg.cutmix, cfg.mixup, model_cfg.encoder, model_cfg.tokens,
+                         data.n_steps, smooth, one_length)
+    mixup = resolve_mixup(cfg.mixup, model_cfg.encoder, model_cfg.tokens, smooth, cut)
     # the mask is read only for "auto": an explicit value was checked by fit already
     warp = resolve_time_warp(cfg.time_warp, model_cfg.encoder, model_cfg.tokens, smooth,
                              cfg.time_warp != "auto" or check_mask(data.mask) is None)
     cfg = dataclasses.replace(cfg, sam="on" if sam else "off", mixup="on" if mixup else "off",
-                              time_warp=warp)
+                              cutmix="on" if cut else "off", time_warp=warp)
     torch.manual_seed(cfg.seed)
     model = _build(model_cfg, data.n_channels, data.n_classes, data.n_steps).to(device)
     opt = torch.optim.AdamW(param_groups(model, cfg.weight_decay), lr=cfg.lr)
@@ -408,7 +411,8 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, progress_bar) 
     model.eval()
     meta = {"dataset": data.name, "classes": list(data.classes),
             "n_channels": data.n_channels, "max_len": data.n_steps, **scaling,
-            "sam": cfg.sam, "mixup": cfg.mixup, "time_warp": cfg.time_warp,
+            "sam": cfg.sam, "mixup": cfg.mixup, "cutmix": cfg.cutmix,
+            "time_warp": cfg.time_warp,
             "smoothness": None if math.isnan(smooth) else smooth,
             **model.resolved, **_layout(model, device),
             "best_epoch": st["best_epoch"], "epochs_run": st["epoch"],
