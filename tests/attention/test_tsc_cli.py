@@ -322,6 +322,7 @@ def test_compare_pooling_and_benchmark_reuse(tmp_path, capsys):
     resolved = json.loads((out / "run.json").read_text())["resolved"]
     assert resolved["sam"] == {"ItalyPowerDemand": {"resnet": "off"}}
     assert resolved["mixup"] == {"ItalyPowerDemand": {"resnet": "off"}}
+    assert resolved["cutmix"] == {"ItalyPowerDemand": {"resnet": "off"}}
     assert resolved["time_warp"] == {"ItalyPowerDemand": {"resnet": 0.0}}
     assert set(runs.time_warp) == {"auto"}
     assert resolved["smoothness"]["ItalyPowerDemand"] == pytest.approx(0.925, abs=1e-3)
