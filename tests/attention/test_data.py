@@ -104,7 +104,11 @@ def test_numeric_labels_are_ordered_numerically():
     tr, te = load_dataset("PickupGestureWiimoteZ"), load_dataset("PickupGestureWiimoteZ", "test")
     assert tr.classes == te.classes == tuple(str(i) for i in range(1, 11))
     assert tr.mask is not None and tr.n_steps == te.n_steps
-    assert tr.lengths.min() < tr.n_steps
+    assert tr.lengths.min() < tr.n_steps and not tr.one_length
+    eq = load_dataset("PickupGestureWiimoteZ_eq")
+    assert eq.one_length and eq.subset(np.arange(3)).one_length
+    full = from_arrays(eq.x[:4], eq.y[:4], np.ones((4, eq.n_steps), dtype=bool), name="full")
+    assert full.mask is not None and full.one_length       # a mask with no padding in it
 
 
 def test_multichannel_string_labels():

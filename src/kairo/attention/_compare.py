@@ -386,7 +386,7 @@ def _record_resolved(cfg, rd, datasets) -> None:
     smooth = {ds: smoothness(d.x, d.mask) for ds, d in train.items()}
     rd.resolve("smoothness", {ds: None if np.isnan(v) else v for ds, v in smooth.items()})
     cut = {ds: {enc: resolve_cutmix(cfg.cutmix, cfg.mixup, enc, cfg.tokens, d.n_steps,
-                                    smooth[ds], d.mask is None or bool(np.all(d.mask)))
+                                    smooth[ds], d.one_length)
                 for enc in cfg.encoders} for ds, d in train.items()}
     rd.resolve("cutmix", {ds: {enc: "on" if on else "off" for enc, on in c.items()}
                           for ds, c in cut.items()})

@@ -104,6 +104,11 @@ class TSData:
             return np.full(len(self), self.n_steps, dtype=np.int64)
         return self.mask.sum(axis=1).astype(np.int64)
 
+    @property
+    def one_length(self) -> bool:
+        """Whether every series fills all ``n_steps`` (no padding anywhere)."""
+        return self.mask is None or bool(np.all(self.mask))
+
     def subset(self, index) -> TSData:
         """The series at ``index`` (integer array or boolean mask), same classes."""
         m = None if self.mask is None else self.mask[index]

@@ -317,10 +317,8 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, progress_bar) 
     # run.json, the checkpoint and the model record what "auto" chose, as for znorm
     sam = resolve_sam(cfg.sam, model_cfg.encoder, model_cfg.tokens, data.n_steps)
     smooth = smoothness(data.x[tr], None if data.mask is None else data.mask[tr])
-    # "auto" cuts only series of one length: fit refused padding inside a series for "on"
-    one_length = data.mask is None or bool(np.all(data.mask))
     cut = resolve_cutmix(cfg.cutmix, cfg.mixup, model_cfg.encoder, model_cfg.tokens,
-                         data.n_steps, smooth, one_length)
+                         data.n_steps, smooth, data.one_length)
     mixup = resolve_mixup(cfg.mixup, model_cfg.encoder, model_cfg.tokens, smooth, cut)
     # the mask is read only for "auto": an explicit value was checked by fit already
     warp = resolve_time_warp(cfg.time_warp, model_cfg.encoder, model_cfg.tokens, smooth,
