@@ -199,7 +199,7 @@ def test_select_unknown_celltype_lists_known_types(tiny):
 
 def test_select_unknown_side(tiny):
     with pytest.raises(SelectionError, match=r"unknown side\(s\) \['M'\]; expected one of "
-                                             r"\('L', 'R', 'unknown'\)"):
+                                             r"\('L', 'R', 'C', 'unknown'\)"):
         tiny.select(side="M")
 
 
@@ -216,11 +216,13 @@ def test_select_unknown_id(tiny):
         tiny.select(ids=[99])
 
 
-def test_parse_group_unknown_key():
-    with pytest.raises(SelectionError, match=r"group 'celltype=sensory;colour=red': unknown "
-                                             r"key 'colour'; expected celltype, side, "
-                                             r"annotation, ids or paired"):
-        parse_group("celltype=sensory;colour=red")
+def test_a_group_key_that_is_no_column_is_refused_naming_the_columns(tiny):
+    # any other key is a column of the neuron table (FlyWire's class, nt_type, …)
+    assert parse_group("celltype=sensory;colour=red") == {"celltype": ["sensory"],
+                                                          "where": {"colour": ["red"]}}
+    with pytest.raises(SelectionError, match=r"'colour' is not a column of connectome "
+                                             r"'tiny'.s neuron table; columns: celltype, side"):
+        tiny.group("celltype=sensory;colour=red")
 
 
 @pytest.mark.parametrize("spec, msg", [
@@ -612,7 +614,9 @@ def test_load_connectome_missing_path(tmp_path):
 def test_load_connectome_unknown_format(tmp_path):
     p = _write(tmp_path, "graph.json", "{}")
     with pytest.raises(DataError, match=_esc(p) + r": unknown connectome format '\.json'; "
-                                                   r"expected \.zip, folder, \.npz or \.csv"):
+                                                   r"expected \.zip, folder, \.npz, \.csv, Shiu's \.parquet, "
+                                                   r"FlyWire Codex's connections\.csv\.gz or "
+                                                   r"neuPrint's traced-total-connections\.csv"):
         load_connectome(p)
 
 

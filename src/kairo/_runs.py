@@ -252,7 +252,7 @@ class ResultsDir:
     # ---------------------------------------------------------------- writers
     def add(self, name: str, obj=None) -> Path:
         """Write ``obj`` as ``name`` in the folder and list it in run.json: a dict or list
-        (JSON), a pandas DataFrame (CSV), a str (text) or a Matplotlib figure (PNG/SVG/PDF,
+        (JSON), a pandas DataFrame (CSV, or Parquet for a ``.parquet`` name), a str (text) or a Matplotlib figure (PNG/SVG/PDF,
         closed after saving). ``obj=None`` lists a file something else wrote there."""
         p = self.path / name
         if obj is None:
@@ -269,6 +269,8 @@ class ResultsDir:
                 self.metrics.update(flatten_metrics(obj, "" if stem == "metrics" else stem))
         elif isinstance(obj, str):
             p.write_text(obj)
+        elif hasattr(obj, "to_parquet") and name.endswith(".parquet"):
+            obj.to_parquet(p, index=False)
         elif hasattr(obj, "to_csv"):
             obj.to_csv(p, index=False)
         elif hasattr(obj, "savefig"):

@@ -300,8 +300,8 @@ def test_screen_config_and_input_errors(winding):
     with pytest.raises(ConfigError, match="rate"):
         ScreenConfig(rate=0.0)
     with pytest.raises(SelectionError, match="matches no neuron"):
-        screen_experiment(ScreenConfig(stim_group="celltype=sensory;annotation=olfactory;"
-                                                  "side=unknown", trials=2), winding)
+        screen_experiment(ScreenConfig(stimulate="celltype=sensory;annotation=olfactory;"
+                                                 "side=unknown", trials=2), winding)
     with pytest.raises(KairoError, match="signs 'given'"):
         screen_experiment(ScreenConfig(signs="given", trials=2, duration_ms=10.0), winding)
 

@@ -9,6 +9,7 @@ row-vector ``x`` the input each neuron receives is ``x @ weights``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -16,11 +17,13 @@ import scipy.sparse as sp
 
 from kairo._errors import DataError, SelectionError
 
-__all__ = ["Connectome", "NEURON_COLUMNS", "parse_group"]
+__all__ = ["Connectome", "NEURON_COLUMNS", "parse_group", "read_id_file"]
 
 #: Columns every neuron table has (loaders may add more, e.g. synapse totals).
 NEURON_COLUMNS = ("side", "celltype", "annotations", "cluster", "partner_id")
-SIDES = ("L", "R", "unknown")
+SIDES = ("L", "R", "C", "unknown")          # C: FlyWire's "center" (midline neurons)
+_SIDE_NAMES = {"left": "L", "right": "R", "center": "C", "centre": "C", "l": "L", "r": "R",
+               "c": "C", "unknown": "unknown"}
 
 
 def _frozen_csr(m) -> sp.csr_matrix:
@@ -147,19 +150,24 @@ class Connectome:
     # ------------------------------------------------------------------ selections
     def select(self, celltype: str | Sequence[str] | None = None,
                side: str | Sequence[str] | None = None, annotation: str | None = None,
-               ids: Iterable | None = None, paired: bool | None = None) -> np.ndarray:
+               ids: Iterable | None = None, paired: bool | None = None,
+               where: dict | None = None) -> np.ndarray:
         """Positions (sorted int array) of the neurons matching every given criterion.
 
         Parameters
         ----------
         celltype : str or list of str
             Exact cell type(s), e.g. ``"sensory"``, ``["DN-VNC", "DN-SEZ"]``.
-        side : ``"L"``, ``"R"``, ``"unknown"`` or a list of them
+        side : ``"L"``, ``"R"``, ``"C"``, ``"unknown"`` or a list of them (``left``, ``right``
+            and ``center`` name L, R and C)
         annotation : str
             Case-insensitive substring of the additional annotations (e.g. ``"olfactory"``).
         ids : iterable of neuron ids
         paired : bool
             Only neurons with (``True``) or without (``False``) a bilateral partner.
+        where : dict
+            ``{column: value or list of values}``: exact matches in any other column of the
+            neuron table (FlyWire's ``class``, ``super_class``, ``nt_type``, …).
 
         Raises
         ------
@@ -181,6 +189,7 @@ class Connectome:
             crit.append(f"celltype={types}")
         if side is not None:
             sides = [side] if isinstance(side, str) else list(side)
+            sides = [_SIDE_NAMES.get(str(v).strip().lower(), v) for v in sides]
             unknown = [s for s in sides if s not in SIDES]
             if unknown:
                 raise SelectionError(f"unknown side(s) {unknown}; expected one of {SIDES}")
@@ -209,6 +218,20 @@ class Connectome:
         if paired is not None:
             mask &= (t["partner_id"].notna() == bool(paired)).to_numpy()
             crit.append(f"paired={bool(paired)}")
+        for col, values in (where or {}).items():
+            if col not in t.columns:
+                raise SelectionError(
+                    f"{col!r} is not a column of connectome {self.name!r}'s neuron table; "
+                    f"columns: {', '.join(map(str, t.columns))}")
+            values = [values] if isinstance(values, str) else list(values)
+            have = t[col].astype(str)
+            unknown = [v for v in values if not have.eq(str(v)).any()]
+            if unknown:
+                some = sorted(set(have))[:12]
+                raise SelectionError(f"no neuron has {col}={unknown[0]!r} in connectome "
+                                     f"{self.name!r}; values include: {', '.join(some)}")
+            mask &= have.isin([str(v) for v in values]).to_numpy()
+            crit.append(f"{col}={values}")
         idx = np.flatnonzero(mask)
         if idx.size == 0:
             raise SelectionError(f"selection {' & '.join(crit) or '(all)'} matches no neuron "
@@ -235,15 +258,20 @@ def parse_group(spec: str) -> dict | None:
 
     Forms: ``"all"`` (every neuron, returns None); ``"sensory"`` (a cell type);
     ``"sensory:L"`` (cell type and side); ``"DN-VNC+DN-SEZ:R"`` (several types);
+    ``"@ids.txt"`` (the neuron ids listed in a file, one per line or a CSV column);
     or explicit ``key=value`` pairs joined by ``;`` with keys ``celltype`` (``+``-separated),
-    ``side``, ``annotation``, ``ids`` (``+``-separated) and ``paired`` (true/false), e.g.
-    ``"celltype=sensory;annotation=olfactory;side=L"``.
+    ``side`` (L, R, C or left, right, center), ``annotation``, ``ids`` (``+``-separated, or
+    ``@file``), ``paired`` (true/false) and any other column of the neuron table (exact
+    values, ``+``-separated), e.g. ``"celltype=sensory;annotation=olfactory;side=L"`` or, on
+    FlyWire, ``"class=olfactory;side=left"``.
     """
     if not isinstance(spec, str) or not spec.strip():
         raise SelectionError(f"neuron group must be a non-empty string, got {spec!r}")
     spec = spec.strip()
     if spec == "all":
         return None
+    if spec.startswith("@"):
+        return {"ids": _id_file(spec[1:])}
     if "=" not in spec:
         typ, _, side = spec.partition(":")
         kw: dict = {"celltype": typ.split("+")}
@@ -255,7 +283,7 @@ def parse_group(spec: str) -> dict | None:
         key, eq, val = part.partition("=")
         key = key.strip()
         val = val.strip()
-        if not eq or not val:
+        if not eq or not val or not key:
             raise SelectionError(f"group {spec!r}: part {part!r} is not key=value")
         if key == "celltype":
             kw[key] = val.split("+")
@@ -264,12 +292,44 @@ def parse_group(spec: str) -> dict | None:
         elif key == "annotation":
             kw[key] = val
         elif key == "ids":
-            kw[key] = [int(v) if v.lstrip("-").isdigit() else v for v in val.split("+")]
+            kw[key] = (_id_file(val[1:]) if val.startswith("@") else
+                       [int(v) if v.lstrip("-").isdigit() else v for v in val.split("+")])
         elif key == "paired":
             if val.lower() not in ("true", "false"):
                 raise SelectionError(f"group {spec!r}: paired must be true or false")
             kw[key] = val.lower() == "true"
         else:
-            raise SelectionError(f"group {spec!r}: unknown key {key!r}; expected celltype, "
-                                 f"side, annotation, ids or paired")
+            kw.setdefault("where", {})[key] = val.split("+")
     return kw
+
+
+def _id_file(path: str) -> list:
+    try:
+        return read_id_file(path)
+    except DataError as exc:
+        raise SelectionError(str(exc)) from exc
+
+
+def read_id_file(path) -> list[int]:
+    """Neuron ids from a text file: one per line (``#`` comments and blank lines skipped), or
+    a CSV whose first column (or ``root_id``/``bodyId``/``id`` column) holds them."""
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise DataError(f"{p}: no such id file")
+    lines = [ln.split("#", 1)[0].strip() for ln in p.read_text().splitlines()]
+    lines = [ln for ln in lines if ln]
+    if not lines:
+        raise DataError(f"{p}: the id file lists no ids")
+    header = [h.strip() for h in lines[0].split(",")]
+    col = next((header.index(h) for h in ("root_id", "bodyId", "id", "flywire_id")
+                if h in header), None)
+    rows = lines[1:] if col is not None or not header[0].lstrip("-").isdigit() else lines
+    col = col or 0
+    out = []
+    for k, ln in enumerate(rows):
+        v = ln.split(",")[col].strip() if "," in ln else ln
+        if not v.lstrip("-").isdigit():
+            raise DataError(f"{p}: line {k + 1 + (len(lines) - len(rows))} is not an integer "
+                            f"neuron id: {ln!r}")
+        out.append(int(v))
+    return out

@@ -373,14 +373,19 @@ REGISTERED = {"winding2023": load_winding2023}
 
 def load_connectome(name_or_path: str | os.PathLike = "winding2023", *, data_dir=None,
                     compartment: str = "all", download: bool | None = None,
-                    neurons=None) -> Connectome:
+                    neurons=None, min_synapses: int = 1) -> Connectome:
     """Load a connectome by registered name or from a file.
 
-    ``name_or_path`` is a registered name (``winding2023``) or a path: a Winding-style zip or
-    folder, an ``.npz``, or a ``.csv`` that is an edge list (header has ``pre`` and ``post``)
-    or else a square adjacency matrix with an id header. ``neurons`` is an optional CSV neuron
-    table for the CSV formats.
+    ``name_or_path`` is a registered name (``winding2023``) or a path: an adult-brain file or
+    the folder holding it — Shiu et al.'s ``Connectivity_783.parquet`` (:func:`load_shiu`),
+    FlyWire Codex's ``connections.csv.gz`` with its annotation tables (:func:`load_codex`),
+    neuPrint's ``traced-total-connections.csv`` (:func:`load_neuprint`) —, a Winding-style
+    zip or folder, an ``.npz``, or a ``.csv`` that is an edge list (header has ``pre`` and
+    ``post``) or else a square adjacency matrix with an id header. ``neurons`` is an optional
+    CSV neuron table for the CSV formats; ``min_synapses`` thresholds FlyWire Codex pairs.
     """
+    from kairo.connectome._adult import adult_files, load_codex, load_neuprint, load_shiu
+
     key = str(name_or_path)
     if key in REGISTERED:
         return REGISTERED[key](data_dir=data_dir, compartment=compartment, download=download)
@@ -388,6 +393,27 @@ def load_connectome(name_or_path: str | os.PathLike = "winding2023", *, data_dir
     if not path.exists():
         raise DataError(f"connectome {key!r} is neither a registered name "
                         f"({', '.join(REGISTERED)}) nor an existing file")
+    adult = adult_files(path)
+    if adult is not None:
+        if compartment != "all":
+            raise DataError(f"compartment {compartment!r} is only available for Winding 2023 "
+                            f"data")
+        kind, files = adult
+        if min_synapses != 1 and kind != "codex":
+            raise DataError(f"min_synapses: only FlyWire Codex connections are thresholded "
+                            f"here; {path} is a {kind} file")
+        if kind == "shiu":
+            return load_shiu(files["connectivity"], files.get("completeness"),
+                             classification=files.get("classification"),
+                             neurons=files.get("neurons"), cell_types=files.get("cell_types"))
+        if kind == "codex":
+            return load_codex(files["connections"], classification=files.get("classification"),
+                              neurons=files.get("neurons"), cell_types=files.get("cell_types"),
+                              min_synapses=min_synapses)
+        return load_neuprint(files["connections"], neurons=files.get("neurons"))
+    if min_synapses != 1:
+        raise DataError(f"min_synapses: only FlyWire Codex connections are thresholded here; "
+                        f"{path} is not one")
     if path.is_dir() or path.suffix.lower() == ".zip":
         return load_winding2023(path, compartment=compartment)
     if compartment != "all":
@@ -402,4 +428,5 @@ def load_connectome(name_or_path: str | os.PathLike = "winding2023", *, data_dir
             return load_edge_list_csv(path, neurons=neurons)
         return load_adjacency_csv(path, neurons=neurons)
     raise DataError(f"{path}: unknown connectome format {suffix!r}; expected .zip, folder, "
-                    f".npz or .csv")
+                    f".npz, .csv, Shiu's .parquet, FlyWire Codex's connections.csv.gz or "
+                    f"neuPrint's traced-total-connections.csv")

@@ -17,11 +17,11 @@ from kairo._errors import KairoError
 from kairo.connectome._core import Connectome
 
 __all__ = ["spectral_radius", "normalize", "scale", "apply_signs", "NORMALIZATIONS",
-           "NULL_MODELS", "SIGN_MODES", "null_model", "degree_preserving_rewire", "weight_shuffle",
+           "NULL_MODELS", "SIGN_MODES", "resolve_signs", "null_model", "degree_preserving_rewire", "weight_shuffle",
            "random_topology", "gaussian_esn", "costi_design", "prepare"]
 
 NORMALIZATIONS = ("none", "spectral", "row", "column")
-SIGN_MODES = ("excitatory", "dale", "given", "keep")
+SIGN_MODES = ("auto", "excitatory", "dale", "given", "keep")
 
 
 def spectral_radius(w, *, tol: float = 1e-10) -> float:
@@ -112,7 +112,10 @@ def apply_signs(c: Connectome, mode: str = "excitatory", *, inhibitory_fraction:
     neuron: every out-weight of an inhibitory neuron (its row) is negative. Inhibitory neurons
     are the cell types named in ``inhibitory_types`` plus a seeded random ``inhibitory_fraction``
     of the remaining neurons.
+    ``auto`` is ``given`` for a connectome with negative weights (transmitter signs from its
+    files, e.g. FlyWire's or Shiu's) and ``excitatory`` for one without (synapse counts).
     """
+    mode = resolve_signs(mode, c)
     if mode == "keep":
         return c
     if mode == "given":
@@ -145,6 +148,13 @@ def apply_signs(c: Connectome, mode: str = "excitatory", *, inhibitory_fraction:
     return c.replace(sp.diags(sign) @ w,
                      step=f"dale({int(inh.sum())} inhibitory: types={types}, "
                           f"fraction={inhibitory_fraction:g})")
+
+
+def resolve_signs(mode: str, c: Connectome) -> str:
+    """What a sign mode means for ``c``: ``auto`` becomes ``given`` or ``excitatory``."""
+    if mode != "auto":
+        return mode
+    return "given" if (c.weights.data < 0).any() else "excitatory"
 
 
 def prepare(c: Connectome, *, norm: str = "spectral", spectral_radius_target: float = 0.9,

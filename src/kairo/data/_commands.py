@@ -43,6 +43,26 @@ def _verify(cfg: DataConfig, rd) -> str:
     return _fetch(cfg, rd, download=False)
 
 
+def _sources(cfg: DataConfig, rd) -> str:
+    from kairo.connectome._adult import SOURCES
+    from kairo.data._store import REGISTRY, data_dir
+
+    base = data_dir(cfg.data_dir or None)
+    lines = ["Registered files (kairo data fetch downloads and checksums them):"]
+    for name, spec in REGISTRY.items():
+        if cfg.name and name != cfg.name:
+            continue
+        lines.append(f"  {name}: {base / spec.relpath}")
+        lines.append(f"      from {spec.urls[0]}")
+    if not cfg.name:
+        lines.append("Adult fly brain files (not downloadable by kairo: put them in any "
+                     "folder and pass it as --connectome):")
+        for name, (where, files, use) in SOURCES.items():
+            lines += [f"  {name}", f"      from: {where}", f"      files: {files}",
+                      f"      use: {use}"]
+    return "\n".join(lines)
+
+
 COMMANDS = [
     Command("data path", DataConfig, _path, "print the data directory", folder=False,
             record=False),
@@ -50,4 +70,7 @@ COMMANDS = [
             folder=False),
     Command("data verify", DataConfig, _verify, "checksum registered data files (no download)",
             folder=False),
+    Command("data sources", DataConfig, _sources, "where each data file comes from and what "
+            "it is named (registered files and the adult fly brain's)", folder=False,
+            record=False),
 ]

@@ -23,6 +23,7 @@ _LAZY = {
     **{name: "kairo.reservoir._spiking" for name in (
         "LIFNetwork", "LIFSession", "SpikeTrains", "SpikingReservoir", "brian2_run")},
     "screen_experiment": "kairo.reservoir._experiments",
+    "shiu_spike_table": "kairo.reservoir._experiments",
 }
 
 __all__ = ["Reservoir", "ACTIVATIONS", "ENGINES", "INPUT_WEIGHTS", "StreamingRidgeCV",
@@ -34,7 +35,7 @@ __all__ = ["Reservoir", "ACTIVATIONS", "ENGINES", "INPUT_WEIGHTS", "StreamingRid
            "DYNAMICS", "LIFParams", "LIFSettings", "ScreenConfig", "LIFNetwork", "LIFSession",
            "SpikeTrains",
            "SpikingReservoir", "build_spiking_reservoir", "brian2_run", "ngym_tasks", "ngym_task",
-           "trial_accuracy"]
+           "trial_accuracy", "shiu_spike_table"]
 
 
 def __getattr__(name: str):

@@ -282,16 +282,20 @@ def _propagate_lif(cfg: PropagateConfig, rd, r) -> str:
 def _screen(cfg: ScreenConfig, rd) -> str:
     from kairo.reservoir import screen_experiment
 
+    from kairo.reservoir import shiu_spike_table
+
     r = screen_experiment(cfg)
+    rd.resolve("signs", r["signs"])
     table, by_type = r["table"], r["by_celltype"]
     rd.add("screen.csv", table)
+    rd.add("spikes.parquet", shiu_spike_table(r["spikes"], r["ids"], cfg.exp_name))
     rd.add("celltypes.csv", by_type)
     fig = _figure(figsize=(10, max(3.0, 0.12 * len(r["raster_rows"]) + 1)))
     ax = fig.subplots()
     times, neurons = r["raster"]
     _raster(ax, times, neurons, r["raster_rows"], r["raster_labels"])
     ax.set(title=f"top {len(r['raster_rows'])} responders, trial 0: {cfg.rate:g} Hz into "
-                 f"{cfg.stim_group}", xlabel="time (ms)")
+                 f"{cfg.stimulate}", xlabel="time (ms)")
     rd.add("raster_top.png", fig)
     fig = _figure(figsize=(8, 0.22 * len(by_type) + 1.2))
     ax = fig.subplots()
@@ -301,16 +305,20 @@ def _screen(cfg: ScreenConfig, rd) -> str:
     ax.set(xlabel="mean rate increase (Hz)", title="by cell type (stimulated neurons excluded)")
     rd.add("celltypes.png", fig)
     resp = table[table.responds & ~table.stimulated]
-    metrics = {"n_stimulated": r["n_stimulated"], "n_responding": int(len(resp)),
+    metrics = {"n_stimulated": r["n_stimulated"], "n_stimulated2": r["n_stimulated2"],
+               "n_silenced": r["n_silenced"], "n_responding": int(len(resp)),
                "n_responding_up": int((resp.increase_hz > 0).sum()),
                "n_responding_down": int((resp.increase_hz < 0).sum()),
                "top": table[~table.stimulated].head(10)[
                    ["neuron_id", "celltype", "side", "increase_hz", "q"]].to_dict("records")}
     rd.add("metrics.json", metrics)
-    lines = [f"{r['n_stimulated']} neurons stimulated ({cfg.stim_group}) at {cfg.rate:g} Hz, "
-             f"{cfg.trials} trials of {cfg.duration_ms:g} ms: {len(resp)} other neurons respond "
-             f"(q < {cfg.alpha_fdr:g}; {metrics['n_responding_up']} up, "
-             f"{metrics['n_responding_down']} down)"]
+    also = "".join([f", {r['n_stimulated2']} ({cfg.stimulate2}) at {cfg.rate2:g} Hz"
+                    if r["n_stimulated2"] else "",
+                    f", {r['n_silenced']} silenced ({cfg.silence})" if r["n_silenced"] else ""])
+    lines = [f"{r['n_stimulated']} neurons stimulated ({cfg.stimulate}) at {cfg.rate:g} Hz"
+             f"{also}, {cfg.trials} trials of {cfg.duration_ms:g} ms, {r['signs']} signs: "
+             f"{len(resp)} other neurons respond (q < {cfg.alpha_fdr:g}; "
+             f"{metrics['n_responding_up']} up, {metrics['n_responding_down']} down)"]
     for row in metrics["top"][:5]:
         lines.append(f"  {row['neuron_id']} {row['celltype']} {row['side']}: "
                      f"+{row['increase_hz']:.1f} Hz (q {row['q']:.2g})")
@@ -330,10 +338,12 @@ COMMANDS = [
                       "hypotheses.row_reaches_dn_better_than_spectral.ratio_row_over_spectral")),
     Command("reservoir screen", ScreenConfig, _screen,
             "spiking activation screen of one group",
-            description="Stimulate one neuron group of a LIF network with Poisson spikes and "
+            description="Activate one neuron group of a LIF network with Poisson spikes (and "
+                        "a second at another rate, optionally with a group silenced) and "
                         "rank every neuron by its rate increase over baseline (Mann–Whitney "
                         "test per neuron, Benjamini–Hochberg q values), as in Shiu et al. "
-                        "2024.", inputs=_inputs, headline=("n_stimulated", "n_responding")),
+                        "2024; spikes.parquet holds the spikes as Shiu's code writes them.",
+            inputs=_inputs, headline=("n_stimulated", "n_responding")),
     Command("reservoir run", RunConfig, _run, "one reservoir, one task, its metrics",
             description="One connectome reservoir on one task: its metrics, test predictions "
                         "and figure.", inputs=_inputs, headline=("task", "nrmse", "mc", "r2")),

@@ -30,7 +30,7 @@ STATES = ("counts", "trace")
 # names of kairo.connectome and kairo.reservoir's tasks, repeated here so that building a config
 # imports neither (tests/reservoir/test_config.py keeps them equal)
 NORMALIZATIONS = ("none", "spectral", "row", "column")
-SIGNS = ("excitatory", "dale", "given")
+SIGNS = ("auto", "excitatory", "dale", "given")
 NULL_MODELS = ("rewire", "weight-shuffle", "random-topology", "gaussian")
 TASK_NAMES = ("memory-capacity", "narma10", "mackey-glass", "lorenz", "sine-square")
 CLASSIFICATION_TASKS = ("sine-square",)
@@ -127,8 +127,10 @@ class LIFSettings:
 class SignSettings:
     """Which synapses inhibit (``kairo.connectome.prepare(signs=...)``)."""
 
-    signs: str = option("excitatory", "excitatory (all positive), dale (inhibitory neurons "
-                        "by row) or given (the connectome's own signs)", choices=SIGNS)
+    signs: str = option("auto", "auto (the connectome's own signs if it has any, e.g. "
+                        "FlyWire's transmitters, else excitatory), excitatory (all positive), "
+                        "dale (inhibitory neurons by row) or given (the connectome's own signs)",
+                        choices=SIGNS)
     inhibitory_fraction: float = option(0.0, "with --signs dale: fraction of neurons drawn "
                                         "inhibitory", low=0, high=1)
     inhibitory_types: tuple[str, ...] = option((), "with --signs dale: comma-separated cell "
@@ -139,12 +141,19 @@ class SignSettings:
 class ConnectomeSource:
     """Which connectome a command reads (the reservoir commands and the fly share these)."""
 
-    connectome: str = option("winding2023", "registered name (winding2023) or path to a "
-                             ".csv/.npz/.zip/folder")
+    connectome: str = option("winding2023", "registered name (winding2023) or a path: "
+                             "FlyWire Codex's connections.csv.gz (with classification.csv.gz "
+                             "and neurons.csv.gz beside it), Shiu et al.'s "
+                             "Connectivity_783.parquet, neuPrint's "
+                             "traced-total-connections.csv, the folder holding one, or a "
+                             ".csv/.npz/.zip")
     compartment: str = option("all", "Winding 2023 compartment matrix",
                               choices=("all", "aa", "ad", "da", "dd"))
     data_dir: str = option("", "data directory (default: $KAIRO_DATA_DIR, else the user "
                            "cache dir)")
+    min_synapses: int = option(1, "FlyWire Codex: keep a pair of neurons only with at least "
+                               "this many synapses over all neuropils (Codex's own "
+                               "downloads: 5)", low=1)
 
 
 @dataclass(frozen=True)
@@ -339,9 +348,19 @@ class ScreenConfig(SignSettings, LIFSettings, ConnectomeSource):
     """An activation screen (Shiu et al. 2024): stimulate one group with Poisson spikes and
     rank every neuron by how much its rate rises over baseline."""
 
-    stim_group: str = option("celltype=sensory;annotation=olfactory;side=L", "the stimulated "
-                             "neurons (any group: sensory:L, 'celltype=PN;side=R', …)")
-    rate: float = option(150.0, "Poisson rate (Hz) into each stimulated neuron", above=0)
+    stimulate: str = option("celltype=sensory;annotation=olfactory;side=L", "the activated "
+                            "neurons: a group (sensory:L, 'celltype=PN;side=R', on FlyWire "
+                            "'class=olfactory;side=left') or @file of neuron ids")
+    rate: float = option(150.0, "Poisson rate (Hz) into each activated neuron (Shiu et al.: "
+                         "150)", above=0)
+    stimulate2: str = option("", "a second activated group, at --rate2 (Shiu's two-frequency "
+                             "experiment; empty: none)")
+    rate2: float = option(0.0, "Poisson rate (Hz) into each neuron of --stimulate2", low=0)
+    silence: str = option("", "neurons silenced in every trial: their synapses onto other "
+                          "neurons are removed, as Shiu et al.'s model does (a group or @file; "
+                          "empty: none)")
+    exp_name: str = option("screen", "the experiment's name in spikes.parquet (the exp_name "
+                           "column of Shiu et al.'s spike tables)")
     background_group: str = option("", "neurons given background Poisson input in every "
                                    "trial, stimulated and baseline (empty: none, so baseline "
                                    "rates are 0)")
@@ -359,3 +378,8 @@ class ScreenConfig(SignSettings, LIFSettings, ConnectomeSource):
         if self.background_rate > 0 and not self.background_group:
             raise ConfigError("background_rate needs --background-group (the neurons it "
                               "drives)")
+        if bool(self.stimulate2) != (self.rate2 > 0):
+            raise ConfigError("stimulate2 and rate2 go together: a second group needs a rate "
+                              "> 0 and a second rate needs --stimulate2")
+        if not self.exp_name.strip():
+            raise ConfigError("exp_name must not be empty")

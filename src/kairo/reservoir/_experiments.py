@@ -33,7 +33,7 @@ from kairo.reservoir._tasks import HEADLINE, TaskData, accuracy, make_task, memo
 
 __all__ = ["load_for", "connectome_inputs", "build_reservoir", "build_spiking_reservoir",
            "evaluate", "run_experiment", "compare_experiment", "sweep_experiment",
-           "propagate_experiment", "screen_experiment"]
+           "propagate_experiment", "screen_experiment", "shiu_spike_table"]
 
 log = logging.getLogger(__name__)
 
@@ -51,10 +51,10 @@ def load_for(cfg) -> Connectome:
                       for p in map(Path, connectome_inputs(cfg).values()))
     except OSError:                               # not there yet: the loader fetches it
         stamp = None
-    key = (cfg.connectome, cfg.compartment, cfg.data_dir, stamp)
+    key = (cfg.connectome, cfg.compartment, cfg.data_dir, cfg.min_synapses, stamp)
     if stamp is None or key not in _LOADED:
         c = load_connectome(cfg.connectome, data_dir=cfg.data_dir or None,
-                            compartment=cfg.compartment)
+                            compartment=cfg.compartment, min_synapses=cfg.min_synapses)
         if stamp is None:
             return c
         _LOADED.clear()
@@ -66,7 +66,12 @@ def connectome_inputs(cfg) -> dict[str, Path]:
     """``{label: path}`` of the files the config's connectome is read from (for run.json)."""
     if cfg.connectome in REGISTERED and cfg.connectome in REGISTRY:
         return {cfg.connectome: data_dir(cfg.data_dir or None) / REGISTRY[cfg.connectome].relpath}
+    from kairo.connectome import adult_files
+
     p = Path(cfg.connectome)
+    adult = adult_files(p) if p.exists() else None
+    if adult is not None:
+        return {str(f): f for f in adult[1].values()}
     files = sorted(p.rglob("*.csv")) if p.is_dir() else [p]
     return {str(f): f for f in files if f.is_file()}
 
@@ -554,20 +559,40 @@ def _propagate_lif(cfg: PropagateConfig, raw: Connectome) -> dict:
 
 def screen_experiment(cfg: ScreenConfig, raw: Connectome | None = None) -> dict:
     """An activation screen in the style of Shiu et al. 2024: ``trials`` trials with Poisson
-    input into the stimulated group and as many baseline trials without it (both with the
-    background input, if any); every neuron's rate increase, a two-sided Mann–Whitney test
-    per neuron over trials, Benjamini–Hochberg q values, a raster of the top responders."""
+    input into the activated group (and the second group at its own rate, if any) and as many
+    baseline trials without it (both with the background input, if any, and both with the
+    silenced neurons' out-synapses removed); every neuron's rate increase, a two-sided
+    Mann–Whitney test per neuron over trials, Benjamini–Hochberg q values, a raster of the top
+    responders, and the activated trials' spikes (``spikes``: trial, step, neuron)."""
+    import scipy.sparse as sp
     from scipy.stats import false_discovery_control, mannwhitneyu
 
+    from kairo.connectome import resolve_signs
+
     raw = raw if raw is not None else load_for(cfg)
-    stim = raw.group(cfg.stim_group)
-    net = _lif_network(raw, cfg)
+    stim = raw.group(cfg.stimulate)
+    stim2 = raw.group(cfg.stimulate2) if cfg.stimulate2 else np.zeros(0, np.int64)
+    both = np.intersect1d(stim, stim2)
+    if both.size:
+        raise ConfigError(f"stimulate and stimulate2 share {both.size} neuron(s) (e.g. "
+                          f"{raw.ids[both[0]]}); a neuron gets one rate")
+    silenced = raw.group(cfg.silence) if cfg.silence else np.zeros(0, np.int64)
+
+    def silence(c: Connectome):
+        if not silenced.size:
+            return c.weights
+        keep = np.ones(c.n_neurons)
+        keep[silenced] = 0.0
+        return (sp.diags(keep) @ c.weights).tocsr()
+
+    net = _lif_network(raw, cfg, silence)
     n = raw.n_neurons
     rate = np.zeros(n)
     if cfg.background_group and cfg.background_rate > 0:
         rate[raw.group(cfg.background_group)] = cfg.background_rate
     base_rate = rate.copy()
     rate[stim] = cfg.rate
+    rate[stim2] = cfg.rate2
 
     def simulate(r, tag):
         idx = np.flatnonzero(r > 0)
@@ -587,7 +612,8 @@ def screen_experiment(cfg: ScreenConfig, raw: Connectome | None = None) -> dict:
     table = pd.DataFrame({
         "neuron_id": raw.ids, "celltype": t["celltype"].to_numpy(),
         "side": t["side"].to_numpy(), "annotations": t["annotations"].to_numpy(),
-        "stimulated": np.isin(np.arange(n), stim),
+        "stimulated": np.isin(np.arange(n), np.concatenate([stim, stim2])),
+        "silenced": np.isin(np.arange(n), silenced),
         "rate_hz": on.mean(0), "rate_sd": on.std(0, ddof=1),
         "baseline_hz": off.mean(0), "increase_hz": on.mean(0) - off.mean(0), "p": p, "q": q})
     table["responds"] = table.q < cfg.alpha_fdr
@@ -599,14 +625,27 @@ def screen_experiment(cfg: ScreenConfig, raw: Connectome | None = None) -> dict:
                     mean_increase_hz=("increase_hz", "mean"),
                     max_increase_hz=("increase_hz", "max"))
                .sort_values("mean_increase_hz", ascending=False).reset_index())
-    pos = {i: k for k, i in enumerate(raw.ids)}
+    pos = pd.Index(raw.ids)
     shown = table[~table.stimulated].head(cfg.top)
-    rows = np.array([pos[i] for i in shown.neuron_id], dtype=np.int64)
+    rows = pos.get_indexer(shown.neuron_id).astype(np.int64)
     first = out.trial == 0
     return {"table": table, "by_celltype": by_type, "n_stimulated": int(stim.size),
+            "n_stimulated2": int(stim2.size), "n_silenced": int(silenced.size),
+            "signs": resolve_signs(cfg.signs, raw), "spikes": out, "ids": raw.ids,
             "raster": (out.step[first] * net.params.dt, out.neuron[first]),
             "raster_rows": rows, "raster_labels": [f"{c} {s}" for c, s in
                                                    zip(shown.celltype, shown.side)]}
+
+
+def shiu_spike_table(spikes, ids, exp_name: str) -> pd.DataFrame:
+    """Spikes as Shiu et al.'s ``model.py`` stores them (one row a spike: ``t`` in seconds,
+    ``trial``, ``flywire_id``, ``exp_name``), which his ``utils.load_exps`` and ``get_rate``
+    read."""
+    ids = np.asarray(ids)
+    return pd.DataFrame({"t": spikes.step * (spikes.dt / 1000.0),
+                         "trial": spikes.trial.astype(np.int64),
+                         "flywire_id": ids[spikes.neuron],
+                         "exp_name": exp_name})
 
 
 def _partner_pairs(raw: Connectome, group: str) -> list[tuple[int, int]]:

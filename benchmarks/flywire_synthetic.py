@@ -1,0 +1,125 @@
+"""A full-size synthetic adult fly brain in the field's file formats, and kairo loading it.
+
+Writes FlyWire Codex's downloads (``connections.csv.gz``, ``classification.csv.gz``,
+``neurons.csv.gz``) and Shiu et al.'s files (``Connectivity_783.parquet``,
+``Completeness_783.csv``) of one random graph of FlyWire 783's size (139,255 neurons, ~50
+million synapses in ~15 million pairs; ``kairo.connectome.synthetic_flywire``), then loads
+each format in a fresh process (so each peak memory is its own) and checks that both give the
+same signed matrix. Targets (issue 63): load ≤ 60 s, peak ≤ 6 GB.
+
+Usage::
+
+    python benchmarks/flywire_synthetic.py [--folder results/flywire_synthetic] [--json PATH]
+    kairo reservoir screen --connectome results/flywire_synthetic \\
+        --stimulate 'class=olfactory;side=left' --trials 30
+
+The files are not rewritten when they exist (``--force`` rewrites them). Results:
+``benchmarks/results/flywire_load.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import multiprocessing as mp
+import os
+import platform
+import resource
+import time
+from pathlib import Path
+
+from _common import atomic_write_json, loadavg, section
+
+ROOT = Path(__file__).resolve().parent
+
+
+def _cpu() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def _load(path: str, queue) -> None:
+    """One load in a fresh process: seconds, peak RSS, and a fingerprint of the matrix."""
+    import numpy as np
+
+    from kairo.connectome import load_connectome
+
+    t0 = time.perf_counter()
+    c = load_connectome(path)
+    wall = time.perf_counter() - t0
+    w = c.weights
+    order = np.argsort(c.ids)
+    # the same graph in another id order: compare in root-id order
+    ws = w[order][:, order]
+    queue.put({"wall_s": round(wall, 2),
+               "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+               "n_neurons": int(c.n_neurons), "n_pairs": int(c.n_edges),
+               "n_synapses": int(abs(w.data).sum()),
+               "n_inhibitory_pairs": int((w.data < 0).sum()),
+               "signed_sum": int(w.data.sum()),
+               "fingerprint": float((ws.data * (ws.indices % 97 + 1)).sum()),
+               "history": list(c.history)})
+
+
+def load_in_child(path: Path) -> dict:
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    p = ctx.Process(target=_load, args=(str(path), q))
+    p.start()
+    out = q.get()
+    p.join()
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--folder", type=Path, default=Path("results/flywire_synthetic"))
+    ap.add_argument("--json", type=Path, default=ROOT / "results" / "flywire_load.json")
+    ap.add_argument("--neurons", type=int, default=139_255)
+    ap.add_argument("--synapses", type=int, default=50_000_000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--force", action="store_true", help="rewrite existing files")
+    args = ap.parse_args(argv)
+
+    from kairo.connectome import synthetic_flywire
+
+    results = {"script": "benchmarks/flywire_synthetic.py", "cpu": _cpu(),
+               "cpus": os.cpu_count(), "date": dt.datetime.now().isoformat(timespec="seconds"),
+               "args": {k: str(v) for k, v in vars(args).items()}, "sections": {}}
+    folder = args.folder
+    need = ["connections.csv.gz", "classification.csv.gz", "neurons.csv.gz",
+            "Connectivity_783.parquet", "Completeness_783.csv"]
+    if args.force or not all((folder / f).is_file() for f in need):
+        with section(results, "write") as rec:
+            files = synthetic_flywire(folder, n_neurons=args.neurons, n_synapses=args.synapses,
+                                      seed=args.seed)
+        rec["files_mb"] = {k: round(v.stat().st_size / 2**20, 1) for k, v in files.items()}
+    loads = {}
+    for fmt, path in (("codex", folder / "connections.csv.gz"),
+                      ("shiu", folder / "Connectivity_783.parquet")):
+        with section(results, f"load_{fmt}") as rec:
+            rec.update(load_in_child(path))
+        loads[fmt] = results["sections"][f"load_{fmt}"]
+        print(f"{fmt}: {loads[fmt]['wall_s']} s, peak {loads[fmt]['peak_rss_mb']} MB, "
+              f"{loads[fmt]['n_neurons']} neurons, {loads[fmt]['n_pairs']} pairs, "
+              f"{loads[fmt]['n_synapses']} synapses", flush=True)
+    keys = ("n_neurons", "n_pairs", "n_synapses", "n_inhibitory_pairs", "signed_sum",
+            "fingerprint")
+    results["same_graph"] = all(loads["codex"][k] == loads["shiu"][k] for k in keys)
+    results["targets"] = {"load_s_max": 60, "peak_mb_max": 6144,
+                          "met": all(r["wall_s"] <= 60 and r["peak_rss_mb"] <= 6144
+                                     for r in loads.values())}
+    results["loadavg_end"] = loadavg()
+    atomic_write_json(args.json, results)
+    print(f"same graph from both formats: {results['same_graph']}; targets met: "
+          f"{results['targets']['met']}; {args.json}")
+    return 0 if results["same_graph"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
