@@ -82,6 +82,6 @@ def test_compare_command_writes_its_folder(tmp_path, data_dir):
     assert {"runs.csv", "summary.csv", "metrics.json", "compare.png", "run.json",
             "config.yaml"} <= {p.name for p in out.iterdir()}
     run = json.loads((out / "run.json").read_text())
-    assert run["resolved"]["engine"] in ("scipy", "torch")
+    assert run["resolved"]["engine"] in ("scipy", "torch", "numba")
     assert set(run["data"]) == {"winding2023"}
     assert get_command("reservoir sweep").config is SweepConfig

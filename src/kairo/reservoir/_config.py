@@ -19,7 +19,7 @@ __all__ = ["ConnectomeSource", "SignSettings", "ReservoirSettings", "RunConfig",
 
 # the engine's vocabulary (kairo.reservoir.Reservoir checks its arguments against these)
 ACTIVATIONS = ("tanh", "linear")
-ENGINES = ("auto", "scipy", "torch")
+ENGINES = ("auto", "scipy", "torch", "numba")
 DEVICES = ("auto", "cpu", "cuda")
 INPUT_WEIGHTS = ("uniform", "positive", "constant")
 DTYPES = ("float64", "float32")
@@ -181,9 +181,9 @@ class ReservoirSettings(SignSettings, LIFSettings, ConnectomeSource):
                               "'celltype=PN;side=R'")
     readout_group: str = option("all", "neurons the readout reads (all, DN-VNC, "
                                 "DN-VNC+DN-SEZ, …)")
-    engine: str = option("auto", "reservoir engine: scipy (sparse CPU), torch, or auto "
-                         "(torch on a GPU or for batches in float32 or huge graphs, else "
-                         "scipy)", choices=ENGINES)
+    engine: str = option("auto", "reservoir engine: scipy (sparse CPU), torch, numba "
+                         "(compiled CPU kernels) or auto (torch on a GPU, else numba)",
+                         choices=ENGINES)
     device: str = option("auto", "device of the torch engine: cpu, cuda or auto (cuda when "
                          "available)", choices=DEVICES)
     dtype: str = option("float64", "floating-point type of the states", choices=DTYPES)
@@ -210,9 +210,9 @@ class ReservoirSettings(SignSettings, LIFSettings, ConnectomeSource):
         if self.dynamics == "lif" and self.step_ms < self.dt:
             raise ConfigError(f"step_ms ({self.step_ms} ms) must be at least one time step "
                               f"dt ({self.dt} ms)")
-        if self.engine == "scipy" and self.device == "cuda":
-            raise ConfigError("device: cuda needs --engine torch or auto (the scipy engine "
-                              "runs on the CPU)")
+        if self.engine in ("scipy", "numba") and self.device == "cuda":
+            raise ConfigError("device: cuda needs --engine torch or auto (the scipy and numba "
+                              "engines run on the CPU)")
 
 
 @dataclass(frozen=True)

@@ -130,9 +130,11 @@ def build_spiking_reservoir(raw: Connectome, cfg: ReservoirSettings, n_inputs: i
 
 def _resolved(res) -> dict:
     """What the config's "auto" engine and device became (for run.json)."""
-    engine = res.resolve_engine(1)
-    if engine == "numba":
+    from kairo.reservoir._spiking import SpikingReservoir
+
+    if isinstance(res, SpikingReservoir):
         return {"engine": "numba (LIF)"}
+    engine = res.resolve_engine(1)
     return {"engine": engine, **({"device": res.resolve_device()} if engine == "torch" else {})}
 
 
