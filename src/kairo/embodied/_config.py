@@ -59,8 +59,10 @@ class FlySettings(LIFSettings, ConnectomeSource):
     spectral_radius: float = option(0.9, "target spectral radius for --norm spectral",
                                     above=0)
     alpha: float = option(1.0, "global gain applied after normalization")
-    signs: str = option("excitatory", "excitatory (all positive) or dale (inhibitory neurons "
-                        "by row)", choices=_SIGN_MODES)
+    signs: str = option("auto", "auto (the connectome's own signs if it has any, e.g. an "
+                        "adult brain's transmitters, else excitatory), excitatory (all "
+                        "positive), dale (inhibitory neurons by row), given or keep",
+                        choices=_SIGN_MODES)
     inhibitory_fraction: float = option(0.0, "fraction of neurons made inhibitory (--signs "
                                         "dale)", low=0, high=1)
     sensory_left: str = option("celltype=sensory;annotation=olfactory;side=L",

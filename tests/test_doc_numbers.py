@@ -1,0 +1,66 @@
+"""The adult brain's numbers in README.md and docs/ are the numbers of their committed result
+files: change one, change both."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def _json(name: str) -> dict:
+    return json.loads((RESULTS / name).read_text())
+
+
+def _text(name: str) -> str:
+    return " ".join((ROOT / name).read_text().split())   # line breaks as spaces
+
+
+def _shiu() -> list[tuple[str, str]]:
+    r = _json("shiu_reference.json")["graphs"]
+    lar, syn = r["larval"], r["synthetic"]
+    lz, sz = lar["poisson"]["kairo_vs_shiu"], syn["poisson"]["kairo_vs_shiu"]
+    assert lar["given_train"]["brian2_numpy"]["identical"]
+    assert lar["given_train"]["brian2_cython"]["identical"]
+    assert syn["given_train"]["brian2_numpy"]["identical"]
+    assert lz["verdict"] == sz["verdict"] == "pass"
+    t = lar["poisson"]["timing"]
+    return [
+        ("docs/reservoir.md", f"{lar['given_train']['brian2_numpy']['spikes_kairo']:,} larval"),
+        ("docs/reservoir.md", f"{syn['given_train']['brian2_numpy']['spikes_kairo']:,} "
+                              f"synthetic"),
+        ("docs/reservoir.md", f"{lz['z_abs_gt_3']} of {lz['neurons_active_in_either']} neurons "
+                              f"beyond 3, r {lz['pearson_r_mean_rates']:.4f}"),
+        ("docs/reservoir.md", f"{sz['z_abs_gt_3']} of {sz['neurons_active_in_either']:,} "
+                              f"({100 * sz['fraction_z_abs_gt_3']:.2f} %), r "
+                              f"{sz['pearson_r_mean_rates']:.4f}"),
+        ("docs/reservoir.md", f"his `run_exp` {t['shiu_run_exp_s']:.0f} s"),
+        ("docs/reservoir.md", f"`kairo reservoir screen` {t['kairo_screen_cli_s']:.1f} s"),
+    ]
+
+
+def _load() -> list[tuple[str, str]]:
+    r = _json("flywire_load.json")
+    assert r["same_graph"] and r["targets"]["met"]
+    codex, shiu = r["sections"]["load_codex"], r["sections"]["load_shiu"]
+    size = (f"{codex['n_neurons']:,} neurons, {codex['n_synapses'] / 1e6:.1f} M synapses in "
+            f"{codex['n_pairs'] / 1e6:.1f} M pairs")
+    return [
+        ("docs/reservoir.md", size),
+        ("docs/reservoir.md", f"loads in {codex['wall_s']:.1f} s from Codex's CSV (peak "
+                              f"{codex['peak_rss_mb'] / 1024:.1f} GB)"),
+        ("docs/reservoir.md", f"{shiu['wall_s']:.1f} s from Shiu's parquet with Codex's "
+                              f"annotations ({shiu['peak_rss_mb'] / 1024:.1f} GB)"),
+        ("README.md", f"({codex['n_neurons']:,} neurons, {codex['n_synapses'] / 1e6:.1f} M "
+                      f"synapses)"),
+    ]
+
+
+@pytest.mark.parametrize("claims", [_shiu, _load], ids=["shiu_reference", "flywire_load"])
+def test_the_docs_state_the_numbers_of_the_result_files(claims):
+    for doc, phrase in claims():
+        assert phrase in _text(doc), f"{doc} does not say {phrase!r} (its result file does)"
