@@ -47,6 +47,7 @@ def _load() -> list[tuple[str, str]]:
     r = _json("flywire_load.json")
     assert r["same_graph"] and r["targets"]["met"]
     codex, shiu = r["sections"]["load_codex"], r["sections"]["load_shiu"]
+    screen = r["sections"]["screen"]
     size = (f"{codex['n_neurons']:,} neurons, {codex['n_synapses'] / 1e6:.1f} M synapses in "
             f"{codex['n_pairs'] / 1e6:.1f} M pairs")
     return [
@@ -57,6 +58,8 @@ def _load() -> list[tuple[str, str]]:
                               f"annotations ({shiu['peak_rss_mb'] / 1024:.1f} GB)"),
         ("README.md", f"({codex['n_neurons']:,} neurons, {codex['n_synapses'] / 1e6:.1f} M "
                       f"synapses)"),
+        ("docs/reservoir.md", f"30 trials, takes {screen['wall_s']:.1f} s end to end "
+                              f"({screen['peak_rss_mb'] / 1024:.1f} GB)"),
     ]
 
 
