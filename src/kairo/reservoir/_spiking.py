@@ -21,32 +21,43 @@ delayed synaptic events and input spikes, reset. So given the same input spikes 
 fires the same spikes as Brian2 (tests/reservoir/test_spiking.py runs both).
 
 Two engines compute the same thing: ``numba`` is event-driven on the CPU (only a spiking
-neuron's out-synapses are touched, delayed through a history of the last spikes; trials in
-parallel), ``torch`` steps a batch of trials as dense tensors with a sparse product per step
-and runs on CUDA.
+neuron's out-synapses are touched, delayed through a history of the last spikes; one trial
+on several threads, or several trials side by side; kernels in ``_lif_kernels``), ``torch``
+steps a batch of trials as dense tensors with a sparse product per step and runs on CUDA.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import warnings
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
 
 from kairo._errors import KairoError
 from kairo.reservoir._config import SPIKING_ENGINES, STATES, LIFParams
 from kairo.reservoir._esn import draw_input_weights
+from kairo.reservoir._lif_kernels import _advance, _advance_threads, _by_step, _team
 
 __all__ = ["LIFParams", "LIFNetwork", "LIFSession", "SpikeTrains", "SpikingReservoir",
            "SPIKING_ENGINES", "STATES", "brian2_run"]
 
 _CHUNK = 1000          # steps per call into the kernel: bounds the input and spike buffers
 _BLOCK_SHIFT = 9       # 2**9 neurons per block of the kernel's windows, so that a block's
-                       # state and its window's events (~90 kB) stay in cache ...
-_ONE_BLOCK = 8192      # ... and up to this many neurons, one block (no sorting of events)
+                       # state (12 kB) stays in the L1 cache through a window ...
+_ONE_BLOCK = 8192      # ... and up to this many neurons, one block (and one thread)
+_MIN_BLOCKS = 4        # blocks per part at least, or fewer parts: a part's share of a
+                       # window must outweigh its start
+_PARTS_PER_THREAD = 1  # parts per window and thread (threads take them as they come free):
+                       # each boundary between parts costs a search in every spiking
+                       # neuron's synapses, more than smaller parts win back on idle cores
+# one trial on several threads at a time, with the team of threads of _lif_kernels; others
+# meanwhile run on their own thread (the same spikes)
+_PARALLEL = threading.Lock()
+_PARALLEL_MODES = ("auto", "trials", "neurons")
 
 
 @dataclass
@@ -88,168 +99,6 @@ class SpikeTrains:
         out = np.zeros((self.n_trials, n_bins, self.n_neurons), dtype=np.int32)
         np.add.at(out, (self.trial, self.step // bin_steps, self.neuron), 1)
         return out
-
-
-# ---------------------------------------------------------------------------- numba kernel
-@njit(cache=True, nogil=True)
-def _advance(s0, n_steps, v, g, until, hist, hcount, ref, indptr, indices, wdata, ev_ptr,
-             ev_idx, v_rest, v_reset, v_th, a_m, a_s, c, w_in, shift, out_step, out_neuron):
-    """Steps s0 … s0+n_steps−1 of one trial; returns (steps done, spikes written). Stops early
-    when the spike buffer might overflow (the caller empties it and calls again). Input
-    events (``ev_ptr`` over steps, ``ev_idx``) must be sorted by neuron within each step.
-
-    ``until[i]``: the first step at which neuron i is not refractory. Brian2's rule, free at
-    step t after a spike at s when t − s ≥ refractory, becomes until = s + refractory; a
-    neuron is never free in the step it spikes (its events and input that step are lost),
-    hence s + max(refractory, 1).
-
-    Delays: ``hist[s % d, :hcount[s % d]]`` holds the neurons that spiked at step s; their
-    synaptic events reach the integration of step s + d.
-
-    Windows of up to d steps (32 at most): no spike reaches another neuron sooner than d
-    steps, so within a window every neuron's trajectory depends only on its own state and on
-    events from spikes before the window. The window's events are sorted by target block
-    (2**shift neurons), keeping their order, and each block runs through all of the window's
-    steps while its state and events stay in cache; stepping all neurons once per step would
-    stream every neuron's state through memory once per step instead of once per window.
-    Each neuron gets the same operations in the same order as step by step (its events
-    summed in the order of the spiking neurons and their synapses), so the spikes are the
-    same."""
-    n = v.shape[0]
-    d = hist.shape[0]
-    block = 1 << shift
-    nb = (n + block - 1) >> shift
-    w_max = min(d, 32)                   # long delays: shorter windows bound the memory
-    acc = np.zeros(w_max * block)        # events per (step of the window, neuron of the block)
-    start = np.empty(nb + 1, np.int64)
-    cur = np.empty(w_max, np.int64)
-    n_out = 0
-    k0 = 0
-    while k0 < n_steps:
-        w = min(w_max, n_steps - k0, (out_step.shape[0] - n_out) // max(n, 1))
-        if w < 1:
-            return k0, n_out
-        s1 = s0 + k0
-        # the events arriving in steps s1 … s1+w−1: from the spikes of s1−d … s1+w−1−d;
-        # with one block summed at once, else placed by target block first (a stable
-        # counting sort: counted, then placed) and summed block by block
-        start[:] = 0
-        if nb > 1:
-            for u in range(max(s1 - d, 0), s1 + w - d):
-                h = u % d
-                for q in range(hcount[h]):
-                    i = hist[h, q]
-                    for p in range(indptr[i], indptr[i + 1]):
-                        start[(indices[p] >> shift) + 1] += 1
-            for b in range(nb):
-                start[b + 1] += start[b]
-        pos = start[:nb].copy()
-        e_at = np.empty(start[nb], np.int64)          # k · block + the target's place
-        e_w = np.empty(start[nb])
-        for u in range(max(s1 - d, 0), s1 + w - d):
-            h = u % d
-            k_off = (u + d - s1) * block
-            for q in range(hcount[h]):
-                i = hist[h, q]
-                for p in range(indptr[i], indptr[i + 1]):
-                    j = indices[p]
-                    if nb == 1:
-                        acc[k_off + j] += wdata[p]
-                    else:
-                        b = j >> shift
-                        x = pos[b]
-                        pos[b] = x + 1
-                        e_at[x] = k_off + j - (b << shift)
-                        e_w[x] = wdata[p]
-        for k in range(w):
-            hcount[(s1 + k) % d] = 0
-            cur[k] = ev_ptr[k0 + k]
-        for b in range(nb):
-            lo = b << shift
-            hi = min(lo + block, n)
-            for x in range(start[b], start[b + 1]):
-                acc[e_at[x]] += e_w[x]
-            vb, gb, ub = v[lo:hi], g[lo:hi], until[lo:hi]
-            for k in range(w):
-                s = s1 + k
-                slot = s % d
-                row = acc[k * block:k * block + hi - lo]
-                # integrate every neuron that is not refractory, without a branch so that
-                # the loop vectorizes (indices from 0, which numba knows are not negative)
-                above = 0
-                for i in range(hi - lo):
-                    r = row[i]
-                    row[i] = 0.0
-                    free = s >= ub[i]
-                    gi = gb[i]
-                    vi = vb[i]
-                    v_new = v_rest + a_m * (vi - v_rest) + c * gi
-                    g_new = a_s * gi + r
-                    v_new = v_new if free else vi
-                    vb[i] = v_new
-                    gb[i] = g_new if free else gi
-                    above += v_new > v_th
-                spk = hist[slot]
-                m0 = hcount[slot]
-                m = m0
-                # threshold (a refractory v is held); most blocks have no candidate in most
-                # steps, and counting them vectorizes where the scan's branches do not
-                if above:
-                    for i in range(hi - lo):
-                        if vb[i] > v_th and s >= ub[i]:
-                            spk[m] = lo + i
-                            m += 1
-                            ub[i] = s + max(ref[lo + i], 1)
-                hcount[slot] = m
-                e = cur[k]
-                e_end = ev_ptr[k0 + k + 1]
-                while e < e_end and ev_idx[e] < hi:
-                    j = ev_idx[e]
-                    if s >= until[j]:
-                        v[j] += w_in
-                    e += 1
-                cur[k] = e
-                for q in range(m0, m):                 # reset
-                    i = spk[q]
-                    v[i] = v_reset
-                    g[i] = 0.0
-        for k in range(w):                             # blocks ran in order: neurons sorted
-            slot = (s1 + k) % d
-            for q in range(hcount[slot]):
-                out_step[n_out] = s1 + k
-                out_neuron[n_out] = hist[slot, q]
-                n_out += 1
-        k0 += w
-    return n_steps, n_out
-
-
-@njit(cache=True, nogil=True)
-def _by_step(ks, js, n):
-    """Input spikes (step ks[e] of n, neuron js[e]) as CSR over steps: (ptr, neurons), the
-    neurons of each step in ascending order. A counting sort, linear in the events, where
-    ``np.lexsort`` would sort them (notes/reservoir.md)."""
-    ptr = np.zeros(n + 1, np.int64)
-    for e in range(ks.size):
-        ptr[ks[e] + 1] += 1
-    for k in range(n):
-        ptr[k + 1] += ptr[k]
-    out = np.empty(js.size, np.int64)
-    pos = ptr[:n].copy()
-    for e in range(ks.size):
-        out[pos[ks[e]]] = js[e]
-        pos[ks[e]] += 1
-    for k in range(n):
-        a, b = ptr[k], ptr[k + 1]
-        if b - a > 32:
-            out[a:b] = np.sort(out[a:b])
-        else:                                      # a few per step: insertion, no allocation
-            for x in range(a + 1, b):
-                y, z = out[x], x
-                while z > a and out[z - 1] > y:
-                    out[z] = out[z - 1]
-                    z -= 1
-                out[z] = y
-    return ptr, out
 
 
 # ---------------------------------------------------------------------------- input
@@ -324,10 +173,22 @@ class LIFNetwork:
         else numba.
     device : str
         torch device for the torch engine ("auto", "cpu", "cuda", …).
+    threads : int
+        CPU threads of the numba engine (0: every core this process may use). One trial
+        runs its blocks of neurons on all of them (graphs of more than 8,192 neurons);
+        several trials run side by side, one thread each. The spikes do not depend on it.
+        Settable later as the attribute ``threads``.
+    parallel : {"auto", "trials", "neurons"}
+        How a run of several trials uses the threads (numba engine): ``"trials"`` side by
+        side, one thread each; ``"neurons"`` one after another, each on all threads;
+        ``"auto"``: side by side when there are at least as many trials as threads (no
+        synchronisation within a trial, the faster way for Shiu's 30 trials:
+        benchmarks/lif_adult.py measures both) or when the graph is too small to split,
+        else one after another. The spikes do not depend on it. Settable later.
     """
 
     def __init__(self, connectome, params: LIFParams | None = None, *, engine: str = "auto",
-                 device: str = "auto"):
+                 device: str = "auto", threads: int = 0, parallel: str = "auto"):
         from kairo.connectome import Connectome
 
         w = connectome.weights if isinstance(connectome, Connectome) else connectome
@@ -350,7 +211,41 @@ class LIFNetwork:
         self.weights = w * self.params.w_syn          # mV added to g per presynaptic spike
         self.n_neurons = w.shape[0]
         self.engine, self.device = _resolve(engine, device)
+        self.threads = threads
+        self.parallel = parallel
         self._csr = None                              # the kernel's arrays, made on first use
+
+    @property
+    def threads(self) -> int:
+        """CPU threads of the numba engine as set (0: every core this process may use)."""
+        return self._threads
+
+    @threads.setter
+    def threads(self, value) -> None:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise KairoError(f"threads: expected an integer ≥ 0 (0: every core), got "
+                             f"{value!r}")
+        self._threads = int(value)
+
+    @property
+    def parallel(self) -> str:
+        """How several trials use the threads: "auto", "trials" or "neurons"."""
+        return self._parallel
+
+    @parallel.setter
+    def parallel(self, value) -> None:
+        if value not in _PARALLEL_MODES:
+            raise KairoError(f"parallel: expected one of {', '.join(_PARALLEL_MODES)}, got "
+                             f"{value!r}")
+        self._parallel = value
+
+    def _n_threads(self) -> int:
+        if self._threads:
+            return self._threads
+        try:
+            return len(os.sched_getaffinity(0))
+        except AttributeError:                        # not on Linux
+            return os.cpu_count() or 1
 
     # ----------------------------------------------------------------- inputs
     def _positions(self, idx, name: str) -> np.ndarray:
@@ -459,31 +354,50 @@ class LIFNetwork:
         return (np.full(n, p.v_rest), np.zeros(n), np.zeros(n, np.int64),
                 np.zeros((d, n), np.int32), np.zeros(d, np.int64))
 
-    def _numba_advance(self, state, ref, k0: int, m: int, ev_ptr, ev_idx
+    def _blocks(self) -> tuple[int, int]:
+        """The kernel's blocks: log2 of their size, and how many."""
+        n = self.n_neurons
+        shift = _BLOCK_SHIFT if n > _ONE_BLOCK else max(n - 1, 1).bit_length()
+        return shift, (n + (1 << shift) - 1) >> shift
+
+    def _numba_advance(self, state, ref, k0: int, m: int, ev_ptr, ev_idx, threads=None
                        ) -> tuple[np.ndarray, np.ndarray]:
-        """Steps k0 … k0+m−1 of one trial (state updated in place); its spikes."""
+        """Steps k0 … k0+m−1 of one trial (state updated in place) on ``threads`` threads
+        (default: the network's); its spikes."""
         p = self.params
         if self._csr is None:
             w = self.weights
-            self._csr = (w.indptr.astype(np.int64), w.indices.astype(np.int64), w.data,
-                         *p.propagator())
+            # 32-bit targets (the history holds 32-bit neurons anyway): half the bytes that
+            # delivering an event reads, and no 64-bit copy of a big graph's indices
+            self._csr = (w.indptr.astype(np.int64), w.indices.astype(np.int32, copy=False),
+                         w.data, *p.propagator())
         indptr, indices, data, a_m, a_s, c = self._csr
         v, g, until, hist, hcount = state
         n = self.n_neurons
         # room for two windows of spikes of every neuron, so that windows stay full length
         cap = max(2 * p.delay_steps * n, 1 << 16)
-        shift = _BLOCK_SHIFT if n > _ONE_BLOCK else max(n - 1, 1).bit_length()
+        shift, n_blocks = self._blocks()
+        threads = max(1, min(self._n_threads() if threads is None else threads,
+                             n_blocks // _MIN_BLOCKS))
+        team = threads > 1 and _PARALLEL.acquire(blocking=False)
+        parts = min(threads * _PARTS_PER_THREAD, n_blocks // _MIN_BLOCKS) if team else 1
+        bounds = (np.arange(parts + 1) * n_blocks) // parts
         out_step, out_neuron = np.empty(cap, np.int64), np.empty(cap, np.int64)
         steps, neurons = [], []
-        k = 0
-        while k < m:                          # the kernel stops when its buffer may fill
-            done, n_out = _advance(k0 + k, m - k, v, g, until, hist, hcount, ref,
-                                   indptr, indices, data, ev_ptr[k:], ev_idx, p.v_rest,
-                                   p.v_reset, p.v_threshold, a_m, a_s, c, p.input_weight,
-                                   shift, out_step, out_neuron)
-            steps.append(out_step[:n_out].copy())
-            neurons.append(out_neuron[:n_out].copy())
-            k += done
+        try:
+            kernel = partial(_advance_threads, _team(threads)) if team else _advance
+            k = 0
+            while k < m:                      # the kernel stops when its buffer may fill
+                done, n_out = kernel(k0 + k, m - k, v, g, until, hist, hcount, ref, indptr,
+                                     indices, data, ev_ptr[k:], ev_idx, p.v_rest, p.v_reset,
+                                     p.v_threshold, a_m, a_s, c, p.input_weight, shift,
+                                     bounds, out_step, out_neuron)
+                steps.append(out_step[:n_out].copy())
+                neurons.append(out_neuron[:n_out].copy())
+                k += done
+        finally:
+            if team:
+                _PARALLEL.release()
         return np.concatenate(steps), np.concatenate(neurons)
 
     def _run_numba(self, n_steps, trials, ref, sources, progress):
@@ -491,13 +405,24 @@ class LIFNetwork:
 
         state = [self._numba_state() for _ in range(trials)]
         parts: list[list] = [[] for _ in range(trials)]
+        threads = self._n_threads()
+        splits = self._blocks()[1] >= 2 * _MIN_BLOCKS      # one trial can use two threads
+        side_by_side = trials > 1 and threads > 1 and (
+            self.parallel == "trials" if self.parallel != "auto" else
+            _trials_side_by_side(trials, threads, splits))
 
         def trial_chunk(t: int, k0: int, m: int) -> None:
             ev_ptr, ev_idx = self._events(k0, m, sources[t])
-            parts[t].append(self._numba_advance(state[t], ref, k0, m, ev_ptr, ev_idx))
+            parts[t].append(self._numba_advance(state[t], ref, k0, m, ev_ptr, ev_idx,
+                                                threads=1 if side_by_side else threads))
 
-        workers = min(trials, os.cpu_count() or 1)
-        with ThreadPoolExecutor(workers) as ex:       # the kernel releases the GIL
+        if not side_by_side:                          # one trial after another, all threads
+            for k0 in self._chunks(n_steps, progress):
+                m = min(_CHUNK, n_steps - k0)
+                for t in range(trials):
+                    trial_chunk(t, k0, m)
+            return _concat(parts)
+        with ThreadPoolExecutor(min(trials, threads)) as ex:    # the kernel releases the GIL
             for k0 in self._chunks(n_steps, progress):
                 m = min(_CHUNK, n_steps - k0)
                 list(ex.map(lambda t: trial_chunk(t, k0, m), range(trials)))
@@ -583,6 +508,13 @@ def _concat(parts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         z = np.zeros(0, np.int64)
         return z, z.copy(), z.copy()
     return np.concatenate(trial), np.concatenate(step), np.concatenate(neuron)
+
+
+def _trials_side_by_side(trials: int, threads: int, splits: bool) -> bool:
+    """``parallel="auto"``: several trials side by side, one thread each (no synchronisation
+    between threads), rather than one after another on all threads (benchmarks/lif_adult.py
+    measures both), which only a graph of several blocks (``splits``) can use."""
+    return trials >= threads or not splits
 
 
 def _resolve(engine: str, device: str) -> tuple[str, str]:
