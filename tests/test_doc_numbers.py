@@ -63,7 +63,27 @@ def _load() -> list[tuple[str, str]]:
     ]
 
 
-@pytest.mark.parametrize("claims", [_shiu, _load], ids=["shiu_reference", "flywire_load"])
+def _engines() -> list[tuple[str, str]]:
+    lif = _json("lif_adult.json")["sections"]
+    one, two = lif["one_trial"]["1_thread"], lif["one_trial"]["2_threads"]
+    assert two["identical_to_1_thread"] and lif["trials"]["identical"]
+    trials, brk = lif["trials"], lif["breakdown"]["1_thread"]
+    claims = [
+        ("docs/benchmarks.md", f"| **kairo, numba, 2 threads** | 2 vCPUs | **{two['s']:.3f}** | "
+                               f"**{two['realtime_factor']:.2f}** |"),
+        ("docs/benchmarks.md", f"| kairo, numba, 1 thread | 1 vCPU | {one['s']:.3f} | "
+                               f"{one['realtime_factor']:.2f} |"),
+        ("docs/benchmarks.md", f"side by side, one thread each, "
+                               f"{trials['side_by_side']['s']:.2f} s; one after another on 2 "
+                               f"threads, {trials['one_after_another']['s']:.2f} s"),
+        ("docs/benchmarks.md", f"neuron update {brk['neuron_update_s']:.3f} s"),
+        ("docs/benchmarks.md", f"synaptic delivery {brk['synaptic_delivery_s']:.3f} s"),
+    ]
+    return claims
+
+
+@pytest.mark.parametrize("claims", [_shiu, _load, _engines],
+                         ids=["shiu_reference", "flywire_load", "lif_adult"])
 def test_the_docs_state_the_numbers_of_the_result_files(claims):
     for doc, phrase in claims():
         assert phrase in _text(doc), f"{doc} does not say {phrase!r} (its result file does)"
