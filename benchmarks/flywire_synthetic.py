@@ -23,24 +23,15 @@ import argparse
 import datetime as dt
 import multiprocessing as mp
 import os
-import platform
 import resource
 import time
 from pathlib import Path
 
 from _common import atomic_write_json, loadavg, section
 
+from kairo.runs import cpu_model
+
 ROOT = Path(__file__).resolve().parent
-
-
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 def _load(path: str, queue) -> None:
@@ -116,7 +107,7 @@ def main(argv=None) -> int:
 
     from kairo.connectome import synthetic_flywire
 
-    results = {"script": "benchmarks/flywire_synthetic.py", "cpu": _cpu(),
+    results = {"script": "benchmarks/flywire_synthetic.py", "cpu": cpu_model(),
                "cpus": os.cpu_count(), "date": dt.datetime.now().isoformat(timespec="seconds"),
                "args": {k: str(v) for k, v in vars(args).items()}, "sections": {}}
     folder = args.folder

@@ -68,7 +68,6 @@ import datetime as dt
 import gc
 import hashlib
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -83,6 +82,7 @@ from _common import atomic_write_json, loadavg, section
 
 from kairo.connectome import load_connectome, load_shiu, save_shiu, synthetic_flywire
 from kairo.reservoir import LIFNetwork, LIFParams, ScreenConfig, screen_experiment
+from kairo.runs import cpu_model
 
 SEED = 63                       # the issue's number: kairo's screen seed (the control: 64)
 TRAIN_RATE_HZ = 150.0           # the given input train's rate (part 1)
@@ -92,16 +92,6 @@ Z_LIMIT, Z_FRACTION_MAX, P_MIN, R_MIN = 3.0, 0.01, 1e-3, 0.99
 
 
 # ---------------------------------------------------------------------------- helpers
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def import_shiu(repo: Path):
     """Shiu's model.py and utils.py from ``repo`` (imported by name, so that joblib's worker
     processes, which get this process's sys.path, find ``model.run_trial`` too)."""

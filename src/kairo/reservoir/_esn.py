@@ -226,6 +226,13 @@ class _NumbaState:
         return np.concatenate(parts, axis=1)
 
 
+def check_threads(value) -> int:
+    """A CPU thread count as the engines take it: an integer ≥ 0, 0 meaning every core."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise KairoError(f"threads: expected an integer ≥ 0 (0: every core), got {value!r}")
+    return int(value)
+
+
 def draw_input_weights(kind, shape: tuple[int, int], gain: float,
                        rng: np.random.Generator) -> np.ndarray:
     """Input weights of shape (n_inputs, n_input_neurons): U(−1, 1), U(0, 1) or ones times
@@ -356,10 +363,7 @@ class Reservoir:
 
     @threads.setter
     def threads(self, value) -> None:
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-            raise KairoError(f"threads: expected an integer ≥ 0 (0: every core), got "
-                             f"{value!r}")
-        self._threads = int(value)
+        self._threads = check_threads(value)
 
     def _n_threads(self) -> int:
         return self._threads or _all_cores()

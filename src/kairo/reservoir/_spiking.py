@@ -39,7 +39,7 @@ import scipy.sparse as sp
 
 from kairo._errors import KairoError
 from kairo.reservoir._config import SPIKING_ENGINES, STATES, LIFParams
-from kairo.reservoir._esn import draw_input_weights
+from kairo.reservoir._esn import check_threads, draw_input_weights
 from kairo.reservoir._lif_kernels import _advance, _advance_threads, _by_step, _team
 
 __all__ = ["LIFParams", "LIFNetwork", "LIFSession", "SpikeTrains", "SpikingReservoir",
@@ -222,10 +222,7 @@ class LIFNetwork:
 
     @threads.setter
     def threads(self, value) -> None:
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-            raise KairoError(f"threads: expected an integer ≥ 0 (0: every core), got "
-                             f"{value!r}")
-        self._threads = int(value)
+        self._threads = check_threads(value)
 
     @property
     def parallel(self) -> str:
