@@ -73,9 +73,18 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip_study)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="session", autouse=True)
 def _session_store(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("store") / "kairo.db"
+    # set for the whole session, not per test: module-scoped fixtures that run commands
+    # start before any function-scoped fixture and would otherwise record in results/
+    store = tmp_path_factory.mktemp("store") / "kairo.db"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("KAIRO_STORE", str(store))
+        mp.setenv("KAIRO_DATA_DIR", str(_data_dir()))
+        mp.setenv("KAIRO_OFFLINE", "1")
+        mp.setenv("KAIRO_PROGRESS", "0")
+        mp.delenv("KAIRO_PARENT_RUN", raising=False)
+        yield store
 
 
 @pytest.fixture(autouse=True)
