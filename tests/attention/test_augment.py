@@ -10,8 +10,7 @@ import torch
 
 from kairo._errors import ConfigError, DataError
 from kairo.attention._augment import augment, check_mask, cut_mix, is_active
-from kairo.attention._config import (MIXUP_AUTO_SMOOTHNESS, SAM_AUTO_STEPS, TIME_WARP_AUTO,
-                                     resolve_cutmix, resolve_mixup, resolve_time_warp)
+from kairo.attention._recipe import SAM_AUTO_STEPS, TIME_WARP_AUTO
 from kairo.attention._data import from_arrays
 from kairo.attention._model import ModelConfig
 from kairo.attention._train import TrainConfig, fit
@@ -166,23 +165,6 @@ def test_checkpoint_refuses_other_augmentation_scaling_or_head(tmp_path):
     assert again["resumed_from"] == 1 and [h["epoch"] for h in again["history"]] == [1, 2]
 
 
-@pytest.mark.parametrize("value, encoder, tokens, smooth, end_padded, sd", [
-    ("auto", "transformer", "conv", 0.99, True, TIME_WARP_AUTO),     # an outline
-    ("auto", "transformer", "conv", MIXUP_AUTO_SMOOTHNESS, True, TIME_WARP_AUTO),
-    ("auto", "transformer", "conv", 0.94, True, 0.0),                # rough: no warping
-    ("auto", "transformer", "conv", -0.2, True, 0.0),                # ACSF1's oscillation
-    ("auto", "transformer", "conv", float("nan"), True, 0.0),        # nothing to measure
-    ("auto", "transformer", "step", 0.99, True, 0.0),
-    ("auto", "resnet", "conv", 0.99, True, 0.0),
-    ("auto", "transformer", "conv", 0.99, False, 0.0),               # padding inside series
-    (0.3, "resnet", "conv", -0.2, True, 0.3),                        # a number is kept
-    (0.0, "transformer", "conv", 0.99, True, 0.0),
-])
-def test_time_warp_auto_warps_where_mixup_auto_mixes(value, encoder, tokens, smooth,
-                                                      end_padded, sd):
-    assert resolve_time_warp(value, encoder, tokens, smooth, end_padded) == sd
-
-
 @pytest.mark.parametrize("given, kept", [("auto", "auto"), ("0.25", 0.25), ("0", 0.0),
                                          (0.2, 0.2), (1, 1)])
 def test_time_warp_takes_auto_or_a_number_given_as_text(given, kept):
@@ -297,27 +279,6 @@ def test_cutmix_and_mixup_are_not_both_on():
             TrainConfig(cutmix=bad)
     with pytest.raises(ConfigError, match="^cutmix_alpha"):
         TrainConfig(cutmix_alpha=0.0)
-    # mixup "auto" steps aside for cutmix, wherever it would mix; "on" and "off" are kept
-    assert resolve_mixup("auto", "transformer", "conv", 0.99) is True
-    assert resolve_mixup("auto", "transformer", "conv", 0.99, cutmix=True) is False
-    assert resolve_mixup("on", "transformer", "conv", 0.2, cutmix=True) is True
-
-
-@pytest.mark.parametrize("cutmix, mixup, encoder, tokens, max_len, smooth, one_length, on", [
-    ("auto", "auto", "transformer", "conv", SAM_AUTO_STEPS + 1, 0.5, True, True),
-    ("auto", "auto", "transformer", "conv", 1460, -0.2, True, True),             # ACSF1
-    ("auto", "off", "transformer", "conv", 1460, np.nan, True, True),
-    ("auto", "auto", "transformer", "conv", 1460, -0.2, False, False),  # many lengths (PLAID)
-    ("auto", "auto", "transformer", "conv", SAM_AUTO_STEPS, 0.5, True, False),   # SAM's reach
-    ("auto", "auto", "transformer", "conv", 1460, MIXUP_AUTO_SMOOTHNESS, True, False),
-    ("auto", "off", "transformer", "conv", 1460, 0.99, True, False),  # smooth, mixup pinned off
-    ("auto", "on", "transformer", "conv", 1460, 0.5, True, False),    # a batch is blended
-    ("auto", "auto", "transformer", "patch", 1460, 0.5, True, False),
-    ("auto", "auto", "resnet", "conv", 1460, 0.5, True, False),
-    ("on", "auto", "resnet", "patch", 24, 0.99, False, True),
-    ("off", "auto", "transformer", "conv", 1460, 0.5, True, False)])
-def test_resolve_cutmix(cutmix, mixup, encoder, tokens, max_len, smooth, one_length, on):
-    assert resolve_cutmix(cutmix, mixup, encoder, tokens, max_len, smooth, one_length) is on
 
 
 def _rough_long(n: int = 24, t: int = SAM_AUTO_STEPS + 16) -> "TSData":

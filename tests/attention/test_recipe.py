@@ -1,19 +1,22 @@
-"""The parts of the default Transformer recipe: convolutional tokens (shapes, window means,
-masks), the weight-decay groups and the step budget."""
+"""The default recipe: the table of rules that decides every "auto" (resolve_recipe) and the
+parts it builds: convolutional tokens (shapes, window means, masks), the stem's depth and
+dilation, the weight-decay groups and the step budget."""
 
 from __future__ import annotations
 
 import math
 import re
 
+import numpy as np
 import pytest
 import torch
 
 from kairo._errors import ConfigError
-from kairo.attention import (ModelConfig, TrainConfig, TransformerEncoder, build_classifier,
-                             n_epochs, param_groups)
-from kairo.attention._config import (receptive_field, resolve_stem, resolve_stem_dilation,
-                                     stem_pool, token_window)
+from kairo.attention import (ModelConfig, SeriesStats, TrainConfig, TransformerEncoder,
+                             build_classifier, from_arrays, model_recipe, n_epochs,
+                             param_groups, receptive_field, resolve_recipe, series_stats,
+                             smoothness, stem_pool, token_window)
+from kairo.attention._recipe import MIXUP_AUTO_SMOOTHNESS, SAM_AUTO_STEPS, TIME_WARP_AUTO
 from kairo.attention._encoders import _window_mean
 from kairo.attention._encodings import LearnedEncoding
 from kairo.attention._pooling import ClsPool, MultiHeadAttentionPool
@@ -94,8 +97,9 @@ def test_stem_blocks_auto_follows_the_series_length(tmp_path, max_len, blocks):
 
     cfg = ModelConfig(d_model=8, n_heads=2, blocks=1)
     assert cfg.stem_blocks == 0
-    assert resolve_stem(0, max_len, dilated=max_len > 896) == blocks
-    assert resolve_stem(2, max_len) == 2 and resolve_stem(0, 2000, dilated=False) == 1
+    assert model_recipe(cfg, max_len)["stem_blocks"] == blocks
+    assert model_recipe(ModelConfig(stem_blocks=2), max_len)["stem_blocks"] == 2
+    assert model_recipe(ModelConfig(stem_dilation="off"), 2000)["stem_blocks"] == 1
     model = build_classifier(cfg, 1, 2, max_len=max_len).eval()
     assert _stem_blocks(model.encoder) == blocks
     assert model.resolved["stem_blocks"] == blocks and model.arch["stem_blocks"] == 0
@@ -116,9 +120,9 @@ def test_stem_blocks_auto_follows_the_series_length(tmp_path, max_len, blocks):
 def test_stem_dilation_auto_known_values(window, dilations):
     """auto: undilated while the first block (kernels 8, 5, 3) sees 14 steps ≥ the window;
     beyond, d_last = ⌈(window − 8) / 4⌉ and the middle conv half of it, rounded up."""
-    assert resolve_stem_dilation("auto", (8, 5, 3), window) == dilations
-    assert resolve_stem_dilation("off", (8, 5, 3), window) == (1, 1, 1)
-    assert resolve_stem_dilation("2,1,5", (8, 5, 3), window) == (2, 1, 5)
+    assert _dilations("auto", (8, 5, 3), window) == dilations
+    assert _dilations("off", (8, 5, 3), window) == (1, 1, 1)
+    assert _dilations("2,1,5", (8, 5, 3), window) == (2, 1, 5)
 
 
 @pytest.mark.parametrize("kernels", [(8, 5, 3), (7,), (9, 9), (3, 3, 3, 3), (8, 1, 1)])
@@ -126,7 +130,7 @@ def test_stem_dilation_auto_covers_the_window_and_is_the_smallest_in_its_ratio(k
     """Any kernels: the block then sees at least the window, and no smaller last dilation in
     the same ratio would."""
     for window in range(1, 300):
-        d = resolve_stem_dilation("auto", kernels, window)
+        d = _dilations("auto", kernels, window)
         ones = (1,) * len(kernels)
         rf = receptive_field(kernels, d)
         if all(k == 1 for k in kernels[1:]) and len(kernels) > 1:
@@ -363,3 +367,146 @@ def test_step_budget(epochs, steps, n, batch, expected):
     # 17 series in batches of 16 are one batch (a last batch of one joins the one before)
     cfg = TrainConfig(epochs=epochs, steps=steps, batch=batch)
     assert n_epochs(cfg, n) == expected
+
+
+def _dilations(stem_dilation, kernels, window):
+    """The stem's first-block dilations for a token window of ``window`` steps."""
+    cfg = ModelConfig(kernel_sizes=tuple(kernels), max_tokens=1, stem_dilation=stem_dilation)
+    return tuple(model_recipe(cfg, window)["stem_dilations"])
+
+
+def _recipe(length=150, smooth=0.5, one_length=True, end_padded=True, channels=1,
+            encoder="transformer", tokens="conv", **train):
+    stats = SeriesStats(n_series=40, n_channels=channels, length=length, smoothness=smooth,
+                        one_length=one_length, end_padded=end_padded)
+    return resolve_recipe(stats, ModelConfig(encoder=encoder, tokens=tokens),
+                          TrainConfig(**train))
+
+
+# The recipe table: representative training splits (statistics as the shipped and unseen sets
+# have them) → what the default trains with. A change of a rule changes a row here, in
+# docs/attention.md's recipe table and in the evidence of docs/notes/attention.md.
+_TABLE = [
+    # name, (length, channels, smoothness, one length), sam, mixup, cutmix, warp, znorm,
+    # stem blocks, stem dilations
+    ("ItalyPowerDemand", (24, 1, 0.80, True), True, False, False, 0.0, "series", 3, [1, 1, 1]),
+    ("JapaneseVowels", (29, 12, 0.90, False), True, False, False, 0.0, "channel", 3, [1, 1, 1]),
+    ("GunPoint", (150, 1, 0.99, True), False, True, False, TIME_WARP_AUTO, "series", 3,
+     [1, 1, 1]),
+    ("ArrowHead", (251, 1, 0.99, True), False, True, False, TIME_WARP_AUTO, "series", 3,
+     [1, 1, 1]),
+    ("Covid3Month_disc", (84, 1, 0.70, True), False, False, True, 0.0, "series", 3, [1, 1, 1]),
+    ("BasicMotions", (100, 6, 0.60, True), False, False, True, 0.0, "channel", 3, [1, 1, 1]),
+    ("PLAID", (1344, 1, 0.90, False), False, False, False, 0.0, "series", 2, [1, 2, 4]),
+    ("ACSF1", (1460, 1, -0.20, True), False, False, True, 0.0, "series", 2, [1, 2, 4]),
+    ("PigCVP", (2000, 1, 0.99, True), False, True, False, TIME_WARP_AUTO, "series", 2,
+     [1, 3, 6]),
+    ("a 600-step set", (600, 1, 0.50, True), False, False, True, 0.0, "series", 1, [1, 1, 1]),
+]
+
+
+@pytest.mark.parametrize("name,stats,sam,mixup,cutmix,warp,znorm,blocks,dilations", _TABLE,
+                         ids=[row[0] for row in _TABLE])
+def test_the_recipe_table(name, stats, sam, mixup, cutmix, warp, znorm, blocks, dilations):
+    length, channels, smooth, one = stats
+    got = _recipe(length=length, channels=channels, smooth=smooth, one_length=one)
+    assert got == {"znorm": znorm, "sam": sam, "mixup": mixup, "cutmix": cutmix,
+                   "time_warp": warp, "head_norm": True, "weight_init": "torch",
+                   "stem_blocks": blocks, "stem_dilations": dilations,
+                   "stem_pool": stem_pool(blocks, dilations)}
+    # the ResNet trains every set the same way: none of the Transformer's rules act
+    resnet = _recipe(length=length, channels=channels, smooth=smooth, one_length=one,
+                     encoder="resnet")
+    assert resnet == {"znorm": znorm, "sam": False, "mixup": False, "cutmix": False,
+                      "time_warp": 0.0, "head_norm": False, "weight_init": "glorot"}
+
+
+def test_the_recipe_is_pure_and_keeps_explicit_options():
+    """Same statistics, same recipe; every explicit option comes back as given whatever the
+    statistics; a config keeps its "auto"."""
+    train = TrainConfig()
+    for length, smooth in [(24, 0.99), (150, 0.99), (1460, -0.2), (1460, float("nan"))]:
+        a = _recipe(length=length, smooth=smooth)
+        assert a == _recipe(length=length, smooth=smooth)
+        pinned = _recipe(length=length, smooth=smooth, sam="off", mixup="on", cutmix="off",
+                         time_warp=0.1, znorm="none")
+        assert (pinned["sam"], pinned["mixup"], pinned["cutmix"], pinned["time_warp"],
+                pinned["znorm"]) == (False, True, False, 0.1, "none")
+    assert train.sam == train.mixup == train.cutmix == train.time_warp == "auto"
+    with pytest.raises(ConfigError, match="SeriesStats"):
+        resolve_recipe({"length": 150}, ModelConfig(), train)
+
+
+def test_series_stats_measure_the_series_trained_on():
+    rng = np.random.default_rng(0)
+    smooth_x = np.cumsum(rng.normal(size=(20, 1, 80)), axis=2)
+    rough_x = rng.normal(size=(20, 1, 80))
+    data = from_arrays(np.concatenate([smooth_x, rough_x]), np.arange(40) % 2)
+    st = series_stats(data)
+    assert (st.n_series, st.n_channels, st.length, st.one_length, st.end_padded) == \
+        (40, 1, 80, True, True)
+    assert st.smoothness == pytest.approx(smoothness(data.x))
+    first = series_stats(data, np.arange(20))
+    assert first.n_series == 20 and first.smoothness > 0.9 > st.smoothness
+    ragged = from_arrays([rng.normal(size=n) for n in (30, 50, 80)], [0, 1, 0], pad=True)
+    st = series_stats(ragged)
+    assert (st.length, st.one_length, st.end_padded) == (80, False, True)
+
+
+@pytest.mark.parametrize("value, encoder, tokens, smooth, end_padded, sd", [
+    ("auto", "transformer", "conv", 0.99, True, TIME_WARP_AUTO),     # an outline
+    ("auto", "transformer", "conv", MIXUP_AUTO_SMOOTHNESS, True, TIME_WARP_AUTO),
+    ("auto", "transformer", "conv", 0.94, True, 0.0),                # rough: no warping
+    ("auto", "transformer", "conv", -0.2, True, 0.0),                # ACSF1's oscillation
+    ("auto", "transformer", "conv", float("nan"), True, 0.0),        # nothing to measure
+    ("auto", "transformer", "step", 0.99, True, 0.0),
+    ("auto", "resnet", "conv", 0.99, True, 0.0),
+    ("auto", "transformer", "conv", 0.99, False, 0.0),               # padding inside series
+    (0.3, "resnet", "conv", -0.2, True, 0.3),                        # a number is kept
+    (0.0, "transformer", "conv", 0.99, True, 0.0),
+])
+def test_time_warp_auto_warps_where_mixup_auto_mixes(value, encoder, tokens, smooth,
+                                                      end_padded, sd):
+    assert _recipe(smooth=smooth, end_padded=end_padded, encoder=encoder, tokens=tokens,
+                   time_warp=value)["time_warp"] == sd
+
+
+@pytest.mark.parametrize("cutmix, mixup, encoder, tokens, max_len, smooth, one_length, on", [
+    ("auto", "auto", "transformer", "conv", SAM_AUTO_STEPS + 1, 0.5, True, True),
+    ("auto", "auto", "transformer", "conv", 1460, -0.2, True, True),             # ACSF1
+    ("auto", "off", "transformer", "conv", 1460, np.nan, True, True),
+    ("auto", "auto", "transformer", "conv", 1460, -0.2, False, False),  # many lengths (PLAID)
+    ("auto", "auto", "transformer", "conv", SAM_AUTO_STEPS, 0.5, True, False),   # SAM's reach
+    ("auto", "auto", "transformer", "conv", 1460, MIXUP_AUTO_SMOOTHNESS, True, False),
+    ("auto", "off", "transformer", "conv", 1460, 0.99, True, False),  # smooth, mixup pinned off
+    ("auto", "on", "transformer", "conv", 1460, 0.5, True, False),    # a batch is blended
+    ("auto", "auto", "transformer", "patch", 1460, 0.5, True, False),
+    ("auto", "auto", "resnet", "conv", 1460, 0.5, True, False),
+    ("on", "auto", "resnet", "patch", 24, 0.99, False, True),
+    ("off", "auto", "transformer", "conv", 1460, 0.5, True, False)])
+def test_resolve_cutmix(cutmix, mixup, encoder, tokens, max_len, smooth, one_length, on):
+    assert _recipe(length=max_len, smooth=smooth, one_length=one_length, encoder=encoder,
+                   tokens=tokens, cutmix=cutmix, mixup=mixup)["cutmix"] is on
+
+
+@pytest.mark.parametrize("mixup, encoder, tokens, smooth, on", [
+    ("auto", "transformer", "conv", 0.95, True), ("auto", "transformer", "conv", 0.949, False),
+    ("auto", "transformer", "conv", -0.2, False), ("auto", "transformer", "conv", np.nan, False),
+    ("auto", "transformer", "patch", 0.99, False), ("auto", "resnet", "conv", 0.99, False),
+    ("on", "resnet", "conv", -0.2, True), ("off", "transformer", "conv", 0.99, False)])
+def test_resolve_mixup(mixup, encoder, tokens, smooth, on):
+    assert _recipe(smooth=smooth, encoder=encoder, tokens=tokens, mixup=mixup,
+                   cutmix="off")["mixup"] is on
+    # mixup "auto" steps aside for cutmix, wherever it would mix
+    assert _recipe(smooth=0.99, cutmix="on")["mixup"] is False
+
+
+@pytest.mark.parametrize("sam, encoder, tokens, steps, on", [
+    ("auto", "transformer", "conv", 64, True), ("auto", "transformer", "conv", 65, False),
+    ("auto", "transformer", "conv", 1, True), ("auto", "transformer", "patch", 24, False),
+    ("auto", "transformer", "step", 24, False), ("auto", "resnet", "conv", 24, False),
+    ("on", "resnet", "conv", 1000, True), ("off", "transformer", "conv", 24, False)])
+def test_resolve_sam(sam, encoder, tokens, steps, on):
+    assert _recipe(length=steps, encoder=encoder, tokens=tokens, sam=sam)["sam"] is on
+
+

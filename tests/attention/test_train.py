@@ -13,7 +13,6 @@ import torch
 import kairo.attention._train as T
 from kairo._config import build_config
 from kairo._errors import ConfigError, DataError, DataNotFoundError, KairoError
-from kairo.attention._config import resolve_mixup, resolve_sam
 from kairo.attention._data import (from_arrays, load_dataset, smoothness, stratified_split,
                                    znormalize)
 from kairo.attention._model import ModelConfig, build_classifier
@@ -485,8 +484,10 @@ def test_znorm_takes_modes_only():
 
 
 def test_auto_znorm_is_series_for_one_channel_and_channel_for_several(tmp_path):
-    assert [T.resolve_znorm("auto", c) for c in (1, 2, 12)] == ["series", "channel", "channel"]
-    assert T.resolve_znorm("none", 5) == "none" and T.resolve_znorm("series", 5) == "series"
+    from kairo.attention import resolve_znorm
+
+    assert [resolve_znorm("auto", c) for c in (1, 2, 12)] == ["series", "channel", "channel"]
+    assert resolve_znorm("none", 5) == "none" and resolve_znorm("series", 5) == "series"
     rng = np.random.default_rng(0)
     x = rng.normal(size=(24, 3, 20)) * [[[1.0], [10.0], [0.1]]] + [[[0.0], [5.0], [-2.0]]]
     data = from_arrays(x, np.arange(24) % 2)
@@ -775,15 +776,6 @@ def test_smoothness_reads_only_the_real_steps():
     assert smoothness(x) != pytest.approx(alone, abs=1e-3)              # the mask matters
 
 
-@pytest.mark.parametrize("mixup, encoder, tokens, smooth, on", [
-    ("auto", "transformer", "conv", 0.95, True), ("auto", "transformer", "conv", 0.949, False),
-    ("auto", "transformer", "conv", -0.2, False), ("auto", "transformer", "conv", np.nan, False),
-    ("auto", "transformer", "patch", 0.99, False), ("auto", "resnet", "conv", 0.99, False),
-    ("on", "resnet", "conv", -0.2, True), ("off", "transformer", "conv", 0.99, False)])
-def test_resolve_mixup(mixup, encoder, tokens, smooth, on):
-    assert resolve_mixup(mixup, encoder, tokens, smooth) is on
-
-
 def test_mixup_auto_is_on_for_smooth_series_and_recorded():
     """"auto" trains exactly as "on" where the training series are smooth and as "off" where
     they are not; the run meta names what it chose and the smoothness it read."""
@@ -862,15 +854,6 @@ def test_sam_runs_are_reproducible_and_differ_from_plain_ones():
     assert _same_weights(_weights(a), _weights(b))
     plain = fit(TINY, dataclasses.replace(cfg, sam="off"), data, **QUIET)["model"]
     assert not _same_weights(_weights(a), _weights(plain))
-
-
-@pytest.mark.parametrize("sam, encoder, tokens, steps, on", [
-    ("auto", "transformer", "conv", 64, True), ("auto", "transformer", "conv", 65, False),
-    ("auto", "transformer", "conv", 1, True), ("auto", "transformer", "patch", 24, False),
-    ("auto", "transformer", "step", 24, False), ("auto", "resnet", "conv", 24, False),
-    ("on", "resnet", "conv", 1000, True), ("off", "transformer", "conv", 24, False)])
-def test_resolve_sam(sam, encoder, tokens, steps, on):
-    assert resolve_sam(sam, encoder, tokens, steps) is on
 
 
 def test_sam_auto_is_on_for_short_series_and_recorded():

@@ -20,7 +20,7 @@ from kairo._app import Command
 from kairo._errors import ConfigError, DataError, KairoError
 from kairo.attention._config import (BenchmarkConfig, CompareConfig, EncodingsConfig,
                                      EvaluateConfig, ListConfig, MapsConfig, PredictConfig,
-                                     TscTrainConfig, split_config)
+                                     TscTrainConfig, model_config)
 
 __all__ = ["COMMANDS", "load_data", "load_file", "inputs", "model_dataset", "run_train",
            "run_evaluate", "run_predict", "run_maps", "run_encodings", "maps_figure"]
@@ -122,16 +122,19 @@ def run_train(cfg: TscTrainConfig, rd) -> str:
     run resumes from ``rd.checkpoint`` (an ensemble's members from the files
     `ensemble_checkpoints` derives from it)."""
     from kairo.attention import _train
+    from kairo.attention._estimator import estimator_for
 
-    model_cfg, train_cfg = split_config(cfg)
+    model_cfg = model_config(cfg)
     train, test = _one_length(load_data(cfg, "train"), load_data(cfg, "test"), cfg)
     if train.n_classes < 2:
         raise DataError(f"{cfg.train_file or cfg.dataset}: the training series hold one class "
                         f"({train.classes[0]!r}); a classifier needs at least two")
     _check_pair(train, test)
+    # the command is a layer over the estimator: the same configs, the same trainer
+    est = estimator_for(cfg)
     if cfg.ensemble > 1:
-        return _run_ensemble(cfg, rd, model_cfg, train_cfg, train, test)
-    res = _train.fit(model_cfg, train_cfg, train, checkpoint=rd.checkpoint)
+        return _run_ensemble(cfg, rd, est, model_cfg, train, test)
+    res = est._fit_data(train, checkpoint=rd.checkpoint)
     model = res["model"]
     for key in RESOLVED:
         if key in res["meta"]:
@@ -162,7 +165,7 @@ def run_train(cfg: TscTrainConfig, rd) -> str:
             + (f", {res['samples_per_s']:.0f} samples/s)" if res["samples_per_s"] else ")"))
 
 
-def _run_ensemble(cfg: TscTrainConfig, rd, model_cfg, train_cfg, train, test) -> str:
+def _run_ensemble(cfg: TscTrainConfig, rd, est, model_cfg, train, test) -> str:
     """``tsc train --ensemble N``: the members trained through the job runner, each
     checkpointing to its own file; one model.pt (the TSEnsemble), the ensemble's test metrics
     with each member's seed and test accuracy beside them."""
@@ -175,8 +178,8 @@ def _run_ensemble(cfg: TscTrainConfig, rd, model_cfg, train_cfg, train, test) ->
     for p in extra:
         rd.discard_on_success(p)
     with _kept_checkpoints(extra):
-        res = _train.fit_ensemble(model_cfg, train_cfg, train, n, workers=cfg.workers,
-                                  executor=cfg.executor, checkpoint=rd.checkpoint)
+        res = est._fit_data(train, checkpoint=rd.checkpoint, executor=cfg.executor,
+                            workers=cfg.workers)
         model, members = res["model"], res["members"]
         for key in RESOLVED:
             if key in model.fit_meta:

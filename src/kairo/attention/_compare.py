@@ -19,9 +19,8 @@ from kairo._errors import ConfigError, DataError, KairoError
 from kairo._stats import sign_test_p, welch_p, wilcoxon_p
 from kairo.attention._config import (ENCODERS, HEAD_NORMS, UNIVARIATE, WEIGHT_INITS,
                                      BenchmarkConfig, CompareConfig, ModelConfig, TrainConfig,
-                                     model_config, resolve_cutmix, resolve_head,
-                                     resolve_mixup, resolve_sam, resolve_time_warp,
-                                     train_config)
+                                     model_config, train_config)
+from kairo.attention._recipe import model_recipe
 
 
 __all__ = ["CompareConfig", "BenchmarkConfig", "run_grid", "pooling_tests", "summarize",
@@ -369,41 +368,31 @@ def comparison_figure(summary: pd.DataFrame):
 
 # ---------------------------------------------------------------------------- commands
 def _record_resolved(cfg, rd, datasets) -> None:
-    """What the grid's "auto" values stand for, per encoder (and for ``sam``, ``cutmix``,
-    ``mixup`` and ``time_warp``, per dataset), in run.json."""
-    from kairo.attention._augment import check_mask
-    from kairo.attention._data import smoothness
+    """What the grid's "auto" values stand for, per encoder (and for the training recipe, per
+    dataset), in run.json: :func:`resolve_recipe` on each whole training split (a
+    cross-validation fold resolves on its own series)."""
     from kairo.attention._encoders import resnet_layout
+    from kairo.attention._recipe import model_recipe, resolve_recipe, series_stats
 
-    for enc in cfg.encoders:
-        rd.resolve(enc, resolve_head(enc, cfg.head_norm, cfg.weight_init))
+    models = {enc: model_config(cfg, encoder=enc, pool=cfg.pools[0]) for enc in cfg.encoders}
+    for enc, m in models.items():
+        rd.resolve(enc, model_recipe(m))
     if "resnet" in cfg.encoders:
         rd.resolve("resnet_layout", resnet_layout("auto", "cpu"))
-    train = {ds: _data(ds, cfg.mnist1d_length)[0] for ds in datasets}
-    rd.resolve("sam", {ds: {enc: "on" if resolve_sam(cfg.sam, enc, cfg.tokens, d.n_steps)
-                            else "off" for enc in cfg.encoders} for ds, d in train.items()})
-    # on the whole training split; a cross-validation fold resolves on its own series
-    smooth = {ds: smoothness(d.x, d.mask) for ds, d in train.items()}
-    rd.resolve("smoothness", {ds: None if np.isnan(v) else v for ds, v in smooth.items()})
-    cut = {ds: {enc: resolve_cutmix(cfg.cutmix, cfg.mixup, enc, cfg.tokens, d.n_steps,
-                                    smooth[ds], d.one_length)
-                for enc in cfg.encoders} for ds, d in train.items()}
-    rd.resolve("cutmix", {ds: {enc: "on" if on else "off" for enc, on in c.items()}
-                          for ds, c in cut.items()})
-    rd.resolve("mixup", {ds: {enc: "on" if resolve_mixup(cfg.mixup, enc, cfg.tokens, v,
-                                                         cut[ds][enc])
-                              else "off" for enc in cfg.encoders} for ds, v in smooth.items()})
-    if not getattr(cfg, "time_warps", ()):    # else each run's time warp is its candidate's
-        rd.resolve("time_warp", {
-            ds: {enc: resolve_time_warp(cfg.time_warp, enc, cfg.tokens, smooth[ds],
-                                        check_mask(d.mask) is None)
-                 for enc in cfg.encoders} for ds, d in train.items()})
+    train_cfg = train_config(cfg)
+    stats = {ds: series_stats(_data(ds, cfg.mnist1d_length)[0]) for ds in datasets}
+    recipes = {ds: {enc: resolve_recipe(st, m, train_cfg) for enc, m in models.items()}
+               for ds, st in stats.items()}
+    rd.resolve("smoothness", {ds: None if np.isnan(st.smoothness) else st.smoothness
+                              for ds, st in stats.items()})
+    keys = ["sam", "cutmix", "mixup"] + ([] if getattr(cfg, "time_warps", ()) else ["time_warp"])
+    for key in keys:          # with time-warp candidates each run's warp is its candidate's
+        rd.resolve(key, {ds: {enc: ("on" if r[key] else "off") if key != "time_warp"
+                              else r[key] for enc, r in per.items()}
+                         for ds, per in recipes.items()})
     if "transformer" in cfg.encoders and cfg.tokens == "conv":
-        # what the grid's Transformers build, by the one rule they are built with
-        tf = model_config(cfg, encoder="transformer", pool=cfg.pools[0])
-        stems = {ds: tf.resolved(d.n_steps) for ds, d in train.items()}
         for key in ("stem_blocks", "stem_dilations", "stem_pool"):
-            rd.resolve(key, {ds: r[key] for ds, r in stems.items()})
+            rd.resolve(key, {ds: per["transformer"][key] for ds, per in recipes.items()})
 
 
 def run_compare(cfg: CompareConfig, rd, progress_bar=None) -> str:
@@ -549,12 +538,14 @@ def _check_reused_settings(cfg) -> None:
         if name in ("head_norm", "weight_init"):
             # "auto" is each encoder's default: compare what the runs of each encoder had
             # a value that is none of the field's choices ("(not recorded)") is compared as
-            # it is: resolve_head would read it as false
+            # it is: the recipe would read it as false
             def value(v, e):
                 if name == "head_norm":
                     v = str(v).lower()
-                    return resolve_head(e, v, "auto")["head_norm"] if v in HEAD_NORMS else v
-                return resolve_head(e, "auto", v)["weight_init"] if v in WEIGHT_INITS else v
+                    return (model_recipe(ModelConfig(encoder=e, head_norm=v))["head_norm"]
+                            if v in HEAD_NORMS else v)
+                return (model_recipe(ModelConfig(encoder=e, weight_init=v))["weight_init"]
+                        if v in WEIGHT_INITS else v)
 
             pairs = [(e, value(was, e), value(now, e)) for e in both]
             if any(a != b for _, a, b in pairs):
@@ -791,7 +782,7 @@ def run_benchmark(cfg: BenchmarkConfig, rd, progress_bar=None) -> str:
     against an earlier run's seeds. Writes benchmark.csv (one row per dataset), per_seed.csv,
     table.md and the runs it trained; returns the table as text."""
     from kairo.attention._published import published_table
-    from kairo.attention._train import resolve_znorm
+    from kairo.attention._recipe import resolve_znorm
 
     cands = _candidates(cfg)
     datasets = canonical_datasets(cfg.datasets)

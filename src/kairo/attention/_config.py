@@ -7,28 +7,28 @@ the same name. The flat configs are built from field groups (``ModelOptions``,
 ``TrainOptions``, ``DataOptions``, ``GridOptions``) by inheritance; :func:`model_config` and
 :func:`train_config` cut a ``ModelConfig`` / ``TrainConfig`` out of any of them.
 
-"auto" values stay "auto" in every config: the model builder resolves ``head_norm`` and
-``weight_init`` per encoder (:meth:`ModelConfig.resolved`), the trainer resolves ``znorm``
-per dataset, and a run records what they resolved to in run.json.
+"auto" values stay "auto" in every config: :func:`kairo.attention.resolve_recipe` decides them
+from the training split's statistics (the trainer and the model builder call it), and a run
+records what they resolved to in run.json.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import types
 from dataclasses import dataclass
-from fractions import Fraction
 
 from kairo._app import check_fields, option
 from kairo._errors import ConfigError
 from kairo._jobs import EXECUTORS
+from kairo.attention._recipe import (MIXUP_AUTO_SMOOTHNESS, SAM_AUTO_STEPS, STEM_AUTO,
+                                     STEM_DILATIONS, TIME_WARP_AUTO, model_recipe,
+                                     parse_dilations)
 
 __all__ = ["ModelConfig", "TrainConfig", "ModelOptions", "TrainOptions", "DataOptions",
            "GridOptions", "TscTrainConfig", "EvaluateConfig", "PredictConfig", "MapsConfig",
            "EncodingsConfig", "CompareConfig", "BenchmarkConfig", "ListConfig",
-           "model_config", "train_config", "split_config", "resolve_sam", "resolve_mixup",
-           "resolve_time_warp", "resolve_cutmix",
+           "model_config", "train_config", "split_config",
            "ENCODERS", "POOLS", "NORM_POSITIONS", "TOKENS", "POSITIONALS", "SCHEDULES", "DEVICES",
            "HEAD_NORMS", "WEIGHT_INITS", "ZNORMS", "BN_STATS", "SAMS", "MIXUPS", "CUTMIXES",
            "SELECTS",
@@ -55,7 +55,6 @@ SELECTS = ("holdout", "cv")
 SAMS = ("auto", "on", "off")
 MIXUPS = ("auto", "on", "off")
 CUTMIXES = ("auto", "on", "off")
-STEM_DILATIONS = ("auto", "off")             # or the integers themselves, e.g. "1,3,6"
 # the classifiers a user would otherwise run, fitted beside kairo in `kairo tsc benchmark`
 # (aeon's convolution-based classifiers, kairo.attention._peers)
 PEERS = ("minirocket", "multirocket-hydra")
@@ -66,179 +65,6 @@ SPLITS = ("train", "test")
 # published figures were measured on
 UNIVARIATE = ("ACSF1", "ArrowHead", "Covid3Month_disc", "GunPoint", "ItalyPowerDemand",
               "OSULeaf", "PickupGestureWiimoteZ_eq")
-
-# head_norm and weight_init "auto": each encoder's default. ResNet takes Keras's head (none)
-# and Glorot initialisation (the rule of docs/attention.md, "Keras's defaults", applied by
-# benchmarks/studies/keras_defaults.py); the Transformer keeps the LayerNorm head and
-# PyTorch's initialisation, on which it was measured.
-_ENCODER_DEFAULTS = {"resnet": {"head_norm": False, "weight_init": "glorot"},
-                     "transformer": {"head_norm": True, "weight_init": "torch"}}
-
-
-def resolve_head(encoder: str, head_norm: str, weight_init: str) -> dict:
-    """``{"head_norm": bool, "weight_init": "torch"|"glorot"}`` with "auto" read as
-    ``encoder``'s default."""
-    d = _ENCODER_DEFAULTS[encoder]
-    return {"head_norm": d["head_norm"] if head_norm == "auto" else head_norm == "true",
-            "weight_init": d["weight_init"] if weight_init == "auto" else weight_init}
-
-
-# stem_blocks 0 ("auto"): three full-resolution blocks close most of the gap to the ResNet on
-# shape series (ArrowHead, OSULeaf), one on long series, where the convolutions' cost grows
-# with the length and three were less accurate (ACSF1, 1,460 steps); two where the first is
-# dilated, the second on its pooled output, whose features span several tokens (a heartbeat
-# on PigCVP; docs/notes/attention.md)
-STEM_AUTO = (3, 512, 1, 2)   # (blocks up to the length, the length, beyond it, beyond, dilated)
-
-
-def resolve_stem(stem_blocks: int, max_len: int, dilated: bool = False) -> int:
-    """The conv stem's block count: ``stem_blocks``, or for 0 ("auto") 3 blocks when the
-    model's series have at most 512 steps, else 2 where the first block is ``dilated``, else
-    1."""
-    if stem_blocks:
-        return stem_blocks
-    if max_len <= STEM_AUTO[1]:
-        return STEM_AUTO[0]
-    return STEM_AUTO[3] if dilated else STEM_AUTO[2]
-
-
-def token_window(max_len: int, max_tokens: int, pool: int = 1) -> int:
-    """Steps one conv token averages: ceil(ceil(max_len / pool) / max_tokens), in the steps
-    the tokens are taken from (full-resolution steps for ``pool`` 1, pooled ones else)."""
-    return -(-(-(-max_len // pool)) // max_tokens)
-
-
-def stem_pool(stem_blocks: int, dilations) -> int:
-    """Steps the blocks after a dilated first block read its output averaged over: 2 × its
-    last dilation (their dilations 1, 2, 4 … are then 2d, 4d, 8d … full-resolution steps); 1
-    (no pooling) for one block or an undilated first block."""
-    dilations = tuple(int(q) for q in dilations)
-    return 2 * dilations[-1] if stem_blocks > 1 and max(dilations) > 1 else 1
-
-
-# stem_dilation "auto": on a long series a token averages a window of more steps than the
-# stem's first block sees (14 with kernels 8, 5, 3), so each feature inside it describes a
-# piece of the token, never its whole shape; dilating the block's later convolutions widens
-# what one feature sees to the window at no cost (PigCVP, 2,000 steps: docs/notes/attention.md,
-# "A dilated stem for long series")
-def receptive_field(kernel_sizes, dilations) -> int:
-    """Steps one output of a stack of stride-1 convolutions sees: 1 + Σ (k − 1) · d."""
-    return 1 + sum((int(k) - 1) * int(d) for k, d in zip(kernel_sizes, dilations))
-
-
-def resolve_stem_dilation(stem_dilation: str, kernel_sizes, window: int) -> tuple[int, ...]:
-    """The dilations of the conv stem's first block, one per kernel: ``stem_dilation`` given
-    as integers ("1,3,6"); "off" → all 1; "auto" → all 1 where the block already sees a whole
-    window of ``window`` steps, else the first convolution at 1 (it reads the series at full
-    detail) and the later ones in the ratio 1 : 2 : 4 … towards the last, d_last the smallest
-    integer for which that ratio's receptive field covers the window, each then rounded up
-    (kernels 8, 5, 3: d_last = ⌈(window − 8) / 4⌉, a window of 32 gives 1, 3, 6)."""
-    ks = tuple(int(k) for k in kernel_sizes)
-    if stem_dilation not in STEM_DILATIONS:
-        return parse_dilations(stem_dilation, len(ks))
-    ones = (1,) * len(ks)
-    if stem_dilation == "off" or receptive_field(ks, ones) >= window:
-        return ones
-    first, later = (ks[:1], ks[1:]) if len(ks) > 1 else ((), ks)
-    # receptive field = 1 + Σ first (k − 1) + d_last · Σ later (k − 1) / 2^(steps from last)
-    per = sum(Fraction(k - 1, 2 ** (len(later) - 1 - i)) for i, k in enumerate(later))
-    if per == 0:                             # 1-step kernels see one step however dilated
-        return ones
-    need = window - 1 - sum(k - 1 for k in first)
-    last = math.ceil(Fraction(need) / per)
-    grown = tuple(math.ceil(Fraction(last, 2 ** (len(later) - 1 - i)))
-                  for i in range(len(later)))
-    return (1,) * len(first) + grown
-
-
-def parse_dilations(text: str, n: int) -> tuple[int, ...]:
-    """"1,3,6" → (1, 3, 6), one integer ≥ 1 per kernel of the block (``n``); ConfigError
-    otherwise."""
-    try:
-        out = tuple(int(v) for v in str(text).split(","))
-    except ValueError:
-        out = ()
-    if len(out) != n or min(out, default=0) < 1:
-        raise ConfigError(f"stem_dilation must be auto, off or {n} comma-separated integers "
-                          f"≥ 1 (one per kernel of --kernel-sizes), got {text!r}")
-    return out
-
-
-# sam "auto": sharpness-aware steps on series of at most 64 steps, where the default's 64
-# tokens are one step each and the stem's window mean never acts (fixed at 64, not tied to
-# --max-tokens: only the default's token count was measured). There they lifted
-# ItalyPowerDemand's ensembles of two above the ResNet on fresh seeds and left JapaneseVowels
-# and MNIST-1D level; on longer series they lost ArrowHead (docs/notes/attention.md, "SAM for
-# series of at most 64 steps"). The ResNet keeps plain AdamW, the protocol of its published
-# figures.
-SAM_AUTO_STEPS = 64
-
-
-def resolve_sam(sam: str, encoder: str, tokens: str, max_len: int) -> bool:
-    """Whether training takes sharpness-aware steps: ``sam`` "on"/"off", or for "auto" on
-    for a Transformer on conv tokens whose series have at most ``SAM_AUTO_STEPS`` steps."""
-    if sam != "auto":
-        return sam == "on"
-    return encoder == "transformer" and tokens == "conv" and max_len <= SAM_AUTO_STEPS
-
-
-# mixup "auto": mixup where the training series are smooth curves (median lag-1
-# autocorrelation, kairo.attention.smoothness, at least this), whose blends are curves between
-# two shapes; not where they oscillate or are rough, whose blends belong to neither class
-# (ACSF1 lost 0.046). Read off the shipped sets, then confirmed on sets from other packages
-# (docs/notes/attention.md, "Mixup where the series are smooth").
-MIXUP_AUTO_SMOOTHNESS = 0.95
-
-
-def resolve_mixup(mixup: str, encoder: str, tokens: str, smoothness: float,
-                  cutmix: bool = False) -> bool:
-    """Whether training mixes its batches: ``mixup`` "on"/"off", or for "auto" on for a
-    Transformer on conv tokens whose training series have a smoothness (median lag-1
-    autocorrelation) of at least ``MIXUP_AUTO_SMOOTHNESS``; NaN (no series to measure) is off.
-    "auto" is off where ``cutmix`` is on: a batch is either blended or cut."""
-    if mixup != "auto":
-        return mixup == "on"
-    return (encoder == "transformer" and tokens == "conv" and not cutmix
-            and bool(smoothness >= MIXUP_AUTO_SMOOTHNESS))
-
-
-# cutmix "auto": cut where neither the sharpness-aware steps nor mixup act (a Transformer on
-# conv tokens, series longer than SAM_AUTO_STEPS, not smooth) and the series are all of one
-# length. Series of one length are mostly windows of a continuous recording, each stretch
-# carrying the class (ACSF1: members 0.900 -> 0.922); series of many lengths are mostly events
-# that begin at their onset, where a stretch of steady cycles does not (PLAID: -0.043). The
-# length is the proxy a rule can read before training (docs/notes/attention.md, "CutMix where
-# the series are long, rough and of one length").
-def resolve_cutmix(cutmix: str, mixup: str, encoder: str, tokens: str, max_len: int,
-                   smoothness: float, one_length: bool) -> bool:
-    """Whether training cuts its batches: ``cutmix`` "on"/"off", or for "auto" on for a
-    Transformer on conv tokens where neither :func:`resolve_sam` nor :func:`resolve_mixup`
-    ("auto") acts and the training series are all of one length (``one_length``); off where
-    ``mixup`` is "on" (a batch is either blended or cut)."""
-    if cutmix != "auto":
-        return cutmix == "on"
-    return (encoder == "transformer" and tokens == "conv" and one_length and mixup != "on"
-            and not resolve_sam("auto", encoder, tokens, max_len)
-            and not resolve_mixup("auto", encoder, tokens, smoothness))
-
-
-# time_warp "auto": warp where mixup mixes (the same smoothness): a warped outline is still an
-# outline of its class, a warped oscillation has another period (the ResNet on ACSF1: 0.620).
-# OSULeaf +0.004 over mixup alone, 4 of 5 ensembles (docs/notes/attention.md, "Time warping on
-# top of mixup for smooth series")
-TIME_WARP_AUTO = 0.2
-
-
-def resolve_time_warp(time_warp, encoder: str, tokens: str, smoothness: float,
-                      end_padded: bool = True) -> float:
-    """The time warp's sd: ``time_warp`` itself when a number, or for "auto"
-    ``TIME_WARP_AUTO`` where :func:`resolve_mixup` ("auto") mixes and every series' padding
-    follows its valid steps (``end_padded``; warping needs it), else 0."""
-    if time_warp != "auto":
-        return float(time_warp)
-    return (TIME_WARP_AUTO if end_padded and resolve_mixup("auto", encoder, tokens, smoothness)
-            else 0.0)
-
 
 # ---------------------------------------------------------------------------- field groups
 @dataclass(frozen=True)
@@ -556,19 +382,9 @@ class ModelConfig(ModelOptions, EncoderPool):
         _check_model(self, self.encoder, self.pool)
 
     def resolved(self, max_len: int | None = None) -> dict:
-        """``head_norm`` (bool) and ``weight_init`` ("torch"/"glorot") with "auto" read as
-        this encoder's default; given the series length ``max_len``, a Transformer on conv
-        tokens adds ``stem_dilations`` (the first block's: :func:`resolve_stem_dilation` on
-        the window of ceil(max_len / max_tokens) steps), ``stem_blocks`` (0 read by
-        :func:`resolve_stem`) and ``stem_pool`` (:func:`stem_pool`)."""
-        out = resolve_head(self.encoder, self.head_norm, self.weight_init)
-        if max_len is not None and self.encoder == "transformer" and self.tokens == "conv":
-            dil = resolve_stem_dilation(self.stem_dilation, self.kernel_sizes,
-                                        token_window(max_len, self.max_tokens))
-            out["stem_blocks"] = resolve_stem(self.stem_blocks, max_len, max(dil) > 1)
-            out["stem_dilations"] = list(dil)
-            out["stem_pool"] = stem_pool(out["stem_blocks"], dil)
-        return out
+        """The model's part of the recipe ("auto" decided; given the series length
+        ``max_len``, the conv stem's too): :func:`kairo.attention.model_recipe`."""
+        return model_recipe(self, max_len)
 
 
 @dataclass(frozen=True)

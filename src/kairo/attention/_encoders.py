@@ -24,7 +24,7 @@ from torch import nn
 
 from kairo._errors import ConfigError, DataError
 from kairo.attention._config import ENCODERS, TOKENS  # noqa: F401  (re-exported)
-from kairo.attention._config import token_window
+from kairo.attention._recipe import token_window
 from kairo.attention._attention import NORMS, TransformerBlock
 from kairo.attention._encodings import DEFAULT_MAX_LEN, POSITIONALS, make_positional
 

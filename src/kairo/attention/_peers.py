@@ -66,7 +66,8 @@ def peer_scaling(train, test, znorm: str = "auto") -> tuple[np.ndarray, np.ndarr
     scales its input (``znorm`` "auto" resolved for the channel count; "channel" with the
     training split's statistics)."""
     from kairo.attention._data import channel_stats
-    from kairo.attention._train import resolve_znorm, scale_input
+    from kairo.attention._recipe import resolve_znorm
+    from kairo.attention._train import scale_input
 
     mode = resolve_znorm(znorm, train.n_channels)
     meta = {"znorm": mode}

@@ -26,13 +26,13 @@ from kairo._device import resolve_device
 from kairo._errors import ConfigError, DataError, KairoError
 from kairo.attention._attention import MultiHeadAttention
 from kairo.attention._augment import augment, check_mask, cut_mix, is_active
-from kairo.attention._config import (SCHEDULES, TrainConfig, resolve_cutmix, resolve_mixup,
-                                     resolve_sam, resolve_time_warp)
+from kairo.attention._config import SCHEDULES, TrainConfig
+from kairo.attention._recipe import resolve_recipe, resolved_train, series_stats
 from kairo.attention._data import (TSData, _check_finite, _check_float32_range, channel_stats,
                                    smoothness, standardize, stratified_split, znormalize)
 
 __all__ = ["TrainConfig", "fit", "fit_ensemble", "ensemble_checkpoints", "save_classifier",
-           "load_classifier", "predict", "evaluate", "recompute_bn_stats", "resolve_znorm",
+           "load_classifier", "predict", "evaluate", "recompute_bn_stats",
            "scale_input", "check_max_len", "SCHEDULES", "param_groups", "n_epochs"]
 
 log = logging.getLogger(__name__)
@@ -301,8 +301,13 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, progress_bar) 
         tr, va = stratified_split(data.y, cfg.val_fraction, cfg.seed)
     else:
         tr, va = np.arange(len(data)), np.arange(0)
-    scaling = {"znorm": resolve_znorm(cfg.znorm, data.n_channels)}
-    if scaling["znorm"] == "channel":     # statistics of the series trained on, not the hold-out
+    # the recipe ("auto" decided) from the series trained on, not the hold-out; run.json, the
+    # checkpoint and the model record it
+    stats = series_stats(data, tr)
+    recipe = resolve_recipe(stats, model_cfg, cfg)
+    cfg = resolved_train(cfg, recipe)
+    scaling = {"znorm": recipe["znorm"]}
+    if scaling["znorm"] == "channel":
         mean, std = channel_stats(data.x[tr], None if data.mask is None else data.mask[tr])
         scaling.update(znorm_mean=mean.tolist(), znorm_std=std.tolist())
     x = scale_input(data.x, data.mask, scaling)
@@ -314,17 +319,7 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, progress_bar) 
     xv, yv = xt[va_t], yt[va_t]
     mv = None if mt is None else mt[va_t]
 
-    # run.json, the checkpoint and the model record what "auto" chose, as for znorm
-    sam = resolve_sam(cfg.sam, model_cfg.encoder, model_cfg.tokens, data.n_steps)
-    smooth = smoothness(data.x[tr], None if data.mask is None else data.mask[tr])
-    cut = resolve_cutmix(cfg.cutmix, cfg.mixup, model_cfg.encoder, model_cfg.tokens,
-                         data.n_steps, smooth, data.one_length)
-    mixup = resolve_mixup(cfg.mixup, model_cfg.encoder, model_cfg.tokens, smooth, cut)
-    # the mask is read only for "auto": an explicit value was checked by fit already
-    warp = resolve_time_warp(cfg.time_warp, model_cfg.encoder, model_cfg.tokens, smooth,
-                             cfg.time_warp != "auto" or check_mask(data.mask) is None)
-    cfg = dataclasses.replace(cfg, sam="on" if sam else "off", mixup="on" if mixup else "off",
-                              cutmix="on" if cut else "off", time_warp=warp)
+    smooth = stats.smoothness
     torch.manual_seed(cfg.seed)
     model = _build(model_cfg, data.n_channels, data.n_classes, data.n_steps).to(device)
     opt = torch.optim.AdamW(param_groups(model, cfg.weight_decay), lr=cfg.lr)
@@ -332,7 +327,7 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, progress_bar) 
     sched = _scheduler(opt, cfg, epochs * len(_batches(len(tr), cfg.batch)))
     loss_fn = nn.CrossEntropyLoss(label_smoothing=cfg.label_smoothing)
     # the resolved scaling and head, so that "auto" and what it chose are the same run
-    run = {"train_config": {**dataclasses.asdict(cfg), "znorm": scaling["znorm"]},
+    run = {"train_config": dataclasses.asdict(cfg),
            "model_config": dataclasses.asdict(model_cfg),
            "arch": {**model.arch, **model.resolved}, "data": _fingerprint(data)}
     st = {"epoch": 0, "history": [], "best_loss": math.inf, "best_epoch": 0, "best_state": None,
@@ -678,16 +673,6 @@ def load_classifier(path, expect_arch: dict | None = None) -> tuple[nn.Module, d
 
 
 # ---------------------------------------------------------------------------- inference
-def resolve_znorm(znorm: str, n_channels: int) -> str:
-    """The scaling "auto" stands for: "series" for univariate data (the UCR archive's
-    convention), "channel" for multivariate data, where z-normalizing each series' channels on
-    their own erases the levels that separate classes (docs/attention.md). Other modes are
-    returned as they are."""
-    if znorm != "auto":
-        return znorm
-    return "series" if n_channels == 1 else "channel"
-
-
 def scale_input(x: np.ndarray, mask: np.ndarray | None, meta: dict) -> np.ndarray:
     """Scale series [n, C, T] as a model was trained to see them.
 
