@@ -567,6 +567,11 @@ class BenchmarkConfig(CompareConfig):
                             "--encoders resnet): this run's seeds are paired with its same "
                             "seeds per dataset (mean difference, wins/ties/losses, Wilcoxon "
                             "or sign test)")
+    resamples: int = option(0, "evaluate on the 2023 bake-off's resamples 0…R-1 of each "
+                            "dataset (stratified, drawn as tsml-eval draws them; 0 is the "
+                            "archive's split), run i on resample i, instead of --seeds runs on "
+                            "the archive's split; the table then shows the published means "
+                            "over the same resamples; 0 = off", low=0, high=30)
     ensemble: int = option(1, "refit runs: each seed an ensemble of N models (seeds s … "
                            "s+N-1 from s = seed + i·N, as kairo tsc train --ensemble N --seed s "
                            "trains them), their class probabilities averaged; 1 = one model",
