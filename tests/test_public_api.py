@@ -55,8 +55,8 @@ def test_attention_exports_the_compare_and_published_names(name):
 
     import kairo.attention
 
-    where = {"run_grid": "_compare", "pooling_tests": "_compare", "summarize": "_compare",
-             "comparison_figure": "_compare", "resnet_test": "_compare"}.get(name, "_published")
+    where = {"run_grid": "_grid", "pooling_tests": "_compare", "summarize": "_grid",
+             "comparison_figure": "_compare", "resnet_test": "_reference"}.get(name, "_published")
     private = importlib.import_module(f"kairo.attention.{where}")
     assert name in kairo.attention.__all__
     assert getattr(kairo.attention, name) is getattr(private, name)
@@ -102,7 +102,7 @@ def test_the_private_import_check_finds_each_form(tmp_path):
     f = tmp_path / "probe.py"
     f.write_text("from kairo._runs import environment\n"
                  "def g():\n"
-                 "    from kairo.attention._compare import run_grid\n"
+                 "    from kairo.attention._grid import run_grid\n"
                  "    from kairo.logic import (Circuit,\n"
                  "                             _bench as bb)\n"
                  "import kairo._stats as st\n"

@@ -12,7 +12,8 @@ import pytest
 
 from kairo._errors import DataError
 from kairo.attention import _train
-from kairo.attention._compare import _one, cv_folds, cv_summary
+from kairo.attention._grid import _one, cv_folds
+from kairo.attention._selection import cv_summary
 from kairo.attention._config import ModelConfig, TrainConfig
 from kairo.attention._data import load_dataset
 from kairo.cli import main
@@ -276,7 +277,8 @@ def test_grid_jobs_resolve_auto_head_options_per_encoder():
     both; a job's model config is built for its encoder, not copied from another's. The jobs
     carry "auto" (resolved when each model is built)."""
     from kairo._config import build_config
-    from kairo.attention._compare import CompareConfig, _jobs
+    from kairo.attention._config import CompareConfig
+    from kairo.attention._grid import _jobs
 
     def heads(**flags):
         cfg = build_config(CompareConfig, flag_values={"datasets": "GunPoint", "seeds": "1",

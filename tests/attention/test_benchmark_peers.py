@@ -13,8 +13,8 @@ import pytest
 from scipy import stats
 
 from kairo._errors import ConfigError, DataError
-from kairo.attention._compare import (MIN_WILCOXON_PAIRS, BenchmarkConfig, read_reference,
-                                      reference_test)
+from kairo.attention._config import BenchmarkConfig
+from kairo.attention._reference import MIN_WILCOXON_PAIRS, read_reference, reference_test
 from kairo.attention._data import load_dataset
 from kairo.attention._peers import fit_peer, peer_input, peer_scaling
 from kairo.cli import main
@@ -244,16 +244,18 @@ def test_a_bad_reference_is_refused_naming_the_file(content, fragment, tmp_path,
 
 # ---------------------------------------------------------------------------- selection
 def _count_grids(monkeypatch) -> list:
-    from kairo.attention import _compare
+    from kairo.attention import _benchmark, _selection
 
-    calls, real = [], _compare.run_grid
+    # the benchmark runs the peers' and the refit's grids, _select the selection's
+    calls, real = [], _benchmark.run_grid
 
     def counting(jobs, *args, **kwargs):
         calls.append(["peer" if "peer" in j else "fold" if "fold" in j else
                       f"val {j['train']['val_fraction']:g}" for j in jobs])
         return real(jobs, *args, **kwargs)
 
-    monkeypatch.setattr(_compare, "run_grid", counting)
+    monkeypatch.setattr(_benchmark, "run_grid", counting)
+    monkeypatch.setattr(_selection, "run_grid", counting)
     return calls
 
 

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from kairo._errors import DataError
-from kairo.attention import _compare
-from kairo.attention._compare import run_grid
+from kairo.attention import _grid
+from kairo.attention._grid import run_grid
 from kairo.cli import main
 
 CALLS: list = []
@@ -62,7 +62,7 @@ TINY = ["--datasets", "ItalyPowerDemand", "--encoders", "resnet", "--pools", "me
 
 
 def test_a_stopped_benchmark_resumes_where_it_was(tmp_path, monkeypatch):
-    real = _compare._one
+    real = _grid._one
     ran, stop = [], [2]
 
     def one(job):          # the same function both times: the journal's keys name it
@@ -71,7 +71,7 @@ def test_a_stopped_benchmark_resumes_where_it_was(tmp_path, monkeypatch):
         ran.append(job)
         return real(job)
 
-    monkeypatch.setattr(_compare, "_one", one)
+    monkeypatch.setattr(_grid, "_one", one)
     out = tmp_path / "b"
     assert main(["tsc", "benchmark", *TINY, "--out", str(out)]) == 130
     journal = tmp_path / "b.checkpoint.pt"

@@ -91,7 +91,7 @@ def test_benchmark_on_resamples_runs_each_seed_on_its_resample(tmp_path):
     the peer alike) and the table sets the bake-off's means over the same resamples beside."""
     import pandas as pd
 
-    from kairo.attention._compare import _data
+    from kairo.attention._grid import _data
     from kairo.cli import main
 
     out = tmp_path / "bench"

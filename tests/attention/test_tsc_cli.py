@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import torch
 
-from kairo.attention._compare import resnet_test
+from kairo.attention._reference import resnet_test
 from kairo.cli import main
 
 SMALL = ["--epochs", "4", "--d-model", "16", "--n-heads", "2", "--blocks", "1",
@@ -406,7 +406,7 @@ def test_welch_p_with_a_side_without_spread():
 
     from scipy import stats
 
-    from kairo.attention._compare import welch_p
+    from kairo._stats import welch_p
 
     a, b = [0.91, 0.92], [0.92, 0.92]
     with warnings.catch_warnings():
@@ -424,7 +424,7 @@ def test_benchmark_default_covers_every_shipped_univariate_set():
     """The default of `kairo tsc benchmark` is every univariate set in the aeon wheel (from the
     .ts headers), with the variable-length one as its equal-length copy; each has a published
     figure."""
-    from kairo.attention._compare import UNIVARIATE, BenchmarkConfig
+    from kairo.attention._config import UNIVARIATE, BenchmarkConfig
     from kairo.attention._data import _shipped
     from kairo.attention._published import published_table
 
@@ -449,8 +449,8 @@ def test_dataset_names_are_case_insensitive_and_canonical_in_the_grid(tmp_path):
     import yaml
 
     from kairo.attention._commands import inputs
-    from kairo.attention._compare import (BenchmarkConfig, CompareConfig, _jobs,
-                                          canonical_datasets)
+    from kairo.attention._config import BenchmarkConfig, CompareConfig
+    from kairo.attention._grid import _jobs, canonical_datasets
 
     cfg = BenchmarkConfig(datasets=("arrowhead", "PICKUPGESTUREWIIMOTEZ_EQ"))
     assert cfg.datasets == ("arrowhead", "PICKUPGESTUREWIIMOTEZ_EQ")     # as the user typed
@@ -579,7 +579,7 @@ def test_a_failed_job_stops_the_other_workers_at_once():
     import time
 
     from kairo._errors import ConfigError
-    from kairo.attention._compare import run_grid
+    from kairo.attention._grid import run_grid
 
     base = {"dataset": "ItalyPowerDemand", "mnist1d_length": 40, "threads": 1}
     long_job = {**base, "model": {"encoder": "resnet", "d_model": 8, "blocks": 1},

@@ -57,7 +57,7 @@ def test_an_incomplete_protocol_decides_nothing(bench):
 def test_paired_run_scores_the_running_averages_whatever_the_default(bench):
     import dataclasses
 
-    from kairo.attention import _compare, _train
+    from kairo.attention import _grid, _train
     from kairo.attention import ModelConfig, TrainConfig
 
     model = ModelConfig(encoder="resnet", pool="mean", d_model=8, blocks=1)
@@ -66,7 +66,7 @@ def test_paired_run_scores_the_running_averages_whatever_the_default(bench):
     row = bench.paired_run({"dataset": "GunPoint", "model": dataclasses.asdict(model),
                             "train": dataclasses.asdict(train), "threads": 1,
                             "mnist1d_length": 40})
-    tr, te = _compare._data("GunPoint", 40)
+    tr, te = _grid._data("GunPoint", 40)
     quiet = dict(progress_bar=False)
     as_trained = _train.fit(model, dataclasses.replace(train, bn_stats="running"), tr, **quiet)
     recomputed = _train.fit(model, train, tr, **quiet)

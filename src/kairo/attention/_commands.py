@@ -636,7 +636,7 @@ def run_compare(cfg: CompareConfig, rd) -> str:
 
 
 def run_benchmark(cfg: BenchmarkConfig, rd) -> str:
-    from kairo.attention._compare import run_benchmark as benchmark
+    from kairo.attention._benchmark import run_benchmark as benchmark
 
     return benchmark(cfg, rd)
 
