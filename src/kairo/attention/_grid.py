@@ -271,14 +271,15 @@ _JOURNAL = "kairo-run-journal"
 
 
 def _job_key(fn, job: dict) -> str:
-    """What a journal row answers: kairo's version, the function and the whole job (JSON; a
-    job that is not plain JSON is refused rather than keyed loosely)."""
+    """What a journal row answers: kairo's version, the function's name and the whole job
+    (JSON; a job that is not plain JSON is refused rather than keyed loosely). The name
+    without its module: moving a function between modules does not change what it computes,
+    and one grid's functions have distinct names."""
     import json
 
     from kairo import __version__
 
-    return json.dumps([__version__, f"{fn.__module__}.{fn.__qualname__}", job],
-                      sort_keys=True)
+    return json.dumps([__version__, fn.__qualname__, job], sort_keys=True)
 
 
 def _read_journal(path) -> dict:
