@@ -194,3 +194,20 @@ def test_every_family_has_a_config_module():
 
     assert {m.rsplit(".", 1)[0] for m in FAMILIES} - have <= {"kairo.data"}
 
+
+
+@pytest.mark.parametrize("family", ["attention", "embodied", "logic", "reservoir"])
+def test_families_load_names_on_first_use_through_one_helper(family):
+    """Every family's lazy names go through kairo._lazy.lazy_exports: no hand-written
+    __getattr__; each public name resolves, an unknown one is an AttributeError naming it,
+    and dir() lists the public API."""
+    import importlib
+
+    pkg = importlib.import_module(f"kairo.{family}")
+    assert pkg.__getattr__.__module__ == "kairo._lazy"
+    assert "def __getattr__" not in Path(pkg.__file__).read_text()
+    assert set(pkg.__all__) <= set(dir(pkg))
+    for name in pkg.__all__:
+        assert getattr(pkg, name) is not None
+    with pytest.raises(AttributeError, match=f"kairo.{family}.*no_such_name"):
+        pkg.no_such_name

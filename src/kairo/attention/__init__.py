@@ -7,8 +7,7 @@ Names are imported on first use so ``import kairo.attention`` stays cheap for th
 
 from __future__ import annotations
 
-import importlib
-
+from kairo._lazy import lazy_exports
 
 _EXPORTS = {
     "_config": ("ModelConfig", "TrainConfig", "TscTrainConfig", "EvaluateConfig",
@@ -46,11 +45,6 @@ _EXPORTS = {
     "_peers": ("fit_peer", "peer_input", "peer_estimator", "PEERS"),
     "_commands": ("load_file", "maps_figure"),
 }
-_WHERE = {name: mod for mod, names in _EXPORTS.items() for name in names}
+_WHERE = {name: f".{mod}" for mod, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_WHERE)
-
-
-def __getattr__(name: str):
-    if name not in _WHERE:
-        raise AttributeError(f"module 'kairo.attention' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"kairo.attention.{_WHERE[name]}"), name)
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE)

@@ -6,35 +6,24 @@ selects MuJoCo's headless EGL renderer then, unless ``$MUJOCO_GL`` is set). The 
 imported eagerly, everything else on first use, so the CLI reads the configs without NumPy.
 """
 
-import importlib
-
+from kairo._lazy import lazy_exports
 from kairo.embodied._config import (CONTROLLERS, NULL_CONTROLLERS, SENSING_MODES, WIRINGS,
                                     FlyConfig, FlySettings, TrialsConfig, ViewConfig)
 
 _LAZY = {
-    "make_controller": "_experiments", "run_trial": "_experiments",
-    "run_trials": "_experiments", "summarize_trials": "_experiments",
-    "trial_plan": "_experiments", "turning_index": "_experiments",
-    "TrialResult": "_experiments",
-    "ACTION_RANGE": "_loop", "ConnectomeBrain": "_loop", "SpikingBrain": "_loop",
-    "MotorMap": "_loop",
-    "OdorSensing": "_loop", "odor_contrast": "_loop",
-    "FlyWorld": "_body", "INSTALL_HINT": "_body", "require_flygym": "_body",
-    "VideoRecorder": "_video", "run_viewer": "_viewer",
-    "trajectory_figure": "_report", "trials_figure": "_report", "timing_table": "_report",
+    "make_controller": "._experiments", "run_trial": "._experiments",
+    "run_trials": "._experiments", "summarize_trials": "._experiments",
+    "trial_plan": "._experiments", "turning_index": "._experiments",
+    "TrialResult": "._experiments",
+    "ACTION_RANGE": "._loop", "ConnectomeBrain": "._loop", "SpikingBrain": "._loop",
+    "MotorMap": "._loop",
+    "OdorSensing": "._loop", "odor_contrast": "._loop",
+    "FlyWorld": "._body", "INSTALL_HINT": "._body", "require_flygym": "._body",
+    "VideoRecorder": "._video", "run_viewer": "._viewer",
+    "trajectory_figure": "._report", "trials_figure": "._report", "timing_table": "._report",
 }
 
 __all__ = ["FlySettings", "FlyConfig", "TrialsConfig", "ViewConfig", "CONTROLLERS",
            "NULL_CONTROLLERS", "WIRINGS", "SENSING_MODES", *_LAZY]
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f"kairo.embodied.{_LAZY[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'kairo.embodied' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

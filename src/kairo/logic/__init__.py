@@ -8,6 +8,7 @@ trainable parts (PyTorch) are imported on first use, so ``kairo logic export`` a
 start without loading torch.
 """
 
+from kairo._lazy import lazy_exports
 from kairo.logic._circuit import Circuit, pack_bits, unpack_bits
 from kairo.logic._config import (BenchConfig, ExportConfig, FpgaConfig, LogicTrainConfig,
                                  VerifyConfig)
@@ -40,15 +41,4 @@ __all__ = ["Circuit", "circuit_images", "pack_bits", "unpack_bits", "COEFFS", "G
            "simulate_verilog", "write_c", "write_verilog", "LogicTrainConfig", "ExportConfig", "VerifyConfig", "FpgaConfig",
            "BenchConfig", *_LAZY]
 
-
-def __getattr__(name):
-    if name in _LAZY:
-        import importlib
-
-        module, attr = _LAZY[name]
-        return getattr(importlib.import_module(module), attr)
-    raise AttributeError(f"module 'kairo.logic' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

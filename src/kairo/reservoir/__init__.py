@@ -4,6 +4,7 @@ The configs import nothing heavy; every other name is loaded on first use, so bu
 config (the CLI does it before any work) stays light.
 """
 
+from kairo._lazy import lazy_exports
 from kairo.reservoir._config import (ACTIVATIONS, DYNAMICS, ENGINES, INPUT_WEIGHTS,
                                      CompareConfig, LIFParams, LIFSettings, PropagateConfig,
                                      ReservoirSettings, RunConfig, ScreenConfig, SweepConfig)
@@ -37,16 +38,4 @@ __all__ = ["Reservoir", "ACTIVATIONS", "ENGINES", "INPUT_WEIGHTS", "StreamingRid
            "SpikingReservoir", "build_spiking_reservoir", "brian2_run", "ngym_tasks", "ngym_task",
            "trial_accuracy", "shiu_spike_table"]
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'kairo.reservoir' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
