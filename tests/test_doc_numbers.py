@@ -1,5 +1,9 @@
-"""The adult brain's numbers in README.md and docs/ are the numbers of their committed result
-files: change one, change both."""
+"""The adult brain's numbers in docs/ are the numbers of their committed result files: change
+one, change both.
+
+README.md's numbers, the adult brain's size among them, are in docs/claims.yaml
+(tests/test_claims.py). The pages here move there as each is covered whole, and their claims
+with them; the asserts on `identical`, `verdict` and `met` stay here as tests of the files."""
 
 from __future__ import annotations
 
@@ -56,8 +60,6 @@ def _load() -> list[tuple[str, str]]:
                               f"{codex['peak_rss_mb'] / 1024:.1f} GB)"),
         ("docs/reservoir.md", f"{shiu['wall_s']:.1f} s from Shiu's parquet with Codex's "
                               f"annotations ({shiu['peak_rss_mb'] / 1024:.1f} GB)"),
-        ("README.md", f"({codex['n_neurons']:,} neurons, {codex['n_synapses'] / 1e6:.1f} M "
-                      f"synapses)"),
         ("docs/reservoir.md", f"30 trials, takes {screen['wall_s']:.1f} s end to end "
                               f"({screen['peak_rss_mb'] / 1024:.1f} GB)"),
     ]
