@@ -199,7 +199,7 @@ def test_tsc_grid_records_torch_kernels_and_resnet_layout(tmp_path):
 
 def test_atomic_folder_publishes_whole_or_nothing(tmp_path):
     from kairo._errors import KairoError
-    from kairo._runs import atomic_folder
+    from kairo._io import atomic_folder
 
     out = tmp_path / "res"
     with atomic_folder(out) as tmp:
@@ -227,7 +227,7 @@ def test_run_records_hold_resolved_values_inputs_and_files(tmp_path):
     wrote reach run.json; the config keeps what was asked for."""
     import dataclasses
 
-    from kairo import _runs
+    from kairo import _io, _runs
 
     @dataclasses.dataclass(frozen=True)
     class Cfg:
@@ -247,7 +247,7 @@ def test_run_records_hold_resolved_values_inputs_and_files(tmp_path):
     run = json.loads((tmp_path / "run" / "run.json").read_text())
     assert run["seed"] == 3 and run["config"] == {"seed": 3, "engine": "auto"}
     assert run["resolved"] == {"engine": "scipy"}
-    assert run["data"] == {"in": {"path": str(data), "sha256": _runs.file_sha256(data)}}
+    assert run["data"] == {"in": {"path": str(data), "sha256": _io.file_sha256(data)}}
     assert run["files"] == ["model.bin", "x.txt"]
     assert yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())["engine"] == "auto"
 
@@ -256,7 +256,7 @@ def test_results_get_the_usual_permissions(tmp_path):
     import os
     import stat
 
-    from kairo._runs import atomic_folder, atomic_write_text
+    from kairo._io import atomic_folder, atomic_write_text
 
     old = os.umask(0o022)
     try:

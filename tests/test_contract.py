@@ -360,7 +360,7 @@ def test_cli_out_and_overwrite(name, cmd, tmp_path, monkeypatch, capsys):
 # ------------------------------------------------------------------------------ run.json
 def test_run_json_holds_the_seed_and_every_inputs_sha256(name, cmd, tmp_path, request):
     from kairo._app import execute
-    from kairo._runs import file_sha256
+    from kairo._io import file_sha256
 
     if not cmd.folder:
         pytest.skip("no results folder")

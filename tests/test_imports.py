@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -52,15 +53,15 @@ def _top_level_imports(tree: ast.Module):
             stack.extend(node.body)
 
 
-def _edges(name: str, path: Path, deferred: bool = False) -> set[str]:
-    """The kairo modules ``name`` imports at import time (with ``deferred``, also those it
-    imports inside functions). ``from a import b`` is an edge to the module ``a.b`` when that
-    is a module, else to the package ``a`` (its __init__)."""
+def _imports(name: str, path: Path, deferred: bool = False) -> list[tuple[str, int]]:
+    """(kairo module, line) of each import ``name`` runs at import time (with ``deferred``,
+    also those inside functions). ``from a import b`` is an edge to the module ``a.b`` when
+    that is a module, else to the package ``a`` (its __init__)."""
     is_package = path.name == "__init__.py"
     tree = ast.parse(path.read_text(), str(path))
     nodes = ([n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
              if deferred else _top_level_imports(tree))
-    out = set()
+    out = []
     for node in nodes:
         if isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
@@ -73,8 +74,14 @@ def _edges(name: str, path: Path, deferred: bool = False) -> set[str]:
                 mod = node.module
             targets = [f"{mod}.{a.name}" if f"{mod}.{a.name}" in MODULES else mod
                        for a in node.names]
-        out |= {t for t in targets if t in MODULES and t != name}
-    return out
+        out += [(t, node.lineno) for t in targets if t in MODULES and t != name]
+    return list(dict.fromkeys(out))
+
+
+def _edges(name: str, path: Path, deferred: bool = False) -> set[str]:
+    """The kairo modules ``name`` imports at import time (with ``deferred``, also those it
+    imports inside functions); see :func:`_imports`."""
+    return {t for t, _ in _imports(name, path, deferred)}
 
 
 def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -124,6 +131,85 @@ def test_deferred_imports_form_no_circle_between_modules():
 def test_the_cycle_finder_finds_circles():
     assert _find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
+
+
+# The application layer, lowest first (docs/architecture.md shows the same table). A unit is a
+# top-level module or package with its submodules; it imports, at import time or inside a
+# function, only units of lower layers, so none reaches back into a unit that imports it.
+# The families and the CLI sit above and may import any of them.
+LAYERS = (
+    ("kairo._errors",),                                 # the errors every layer raises
+    ("kairo._io", "kairo._config", "kairo._command"),   # atomic writes, hashing; config fields
+    ("kairo.data", "kairo.store"),                      # data directory; results store
+    ("kairo._runs",),                                   # ResultsDir, the environment record
+    ("kairo._app",),                                    # the registry and execute
+)
+LAYER = {unit: i for i, units in enumerate(LAYERS) for unit in units}
+
+
+def _unit(module: str) -> str:
+    """The top-level unit a module belongs to: ``kairo.data._store`` → ``kairo.data``."""
+    return ".".join(module.split(".")[:2])
+
+
+def _unit_imports(units) -> list[tuple[str, str, str]]:
+    """(unit, imported unit, ``file:line: module imports module``) of every import, at module
+    level or deferred, from a module of one of ``units`` into another unit."""
+    out = []
+    for name, path in MODULES.items():
+        if _unit(name) not in units:
+            continue
+        for target, line in _imports(name, path, deferred=True):
+            if _unit(target) != _unit(name):
+                out.append((_unit(name), _unit(target),
+                            f"{path.relative_to(SRC.parent)}:{line}: {name} imports {target}"))
+    return out
+
+
+def _layer_violations(imports, layer: dict[str, int]) -> list[str]:
+    """The imports of ``imports`` (see :func:`_unit_imports`) into a unit that is not in a
+    lower layer of ``layer``."""
+    bad = []
+    for unit, target, where in imports:
+        if target not in layer or layer[target] >= layer[unit]:
+            what = f"layer {layer[target]}" if target in layer else "in no layer"
+            bad.append(f"{where}: {unit} is layer {layer[unit]}, {target} {what}")
+    return bad
+
+
+def test_the_application_layer_has_no_circle_between_units():
+    graph: dict[str, set[str]] = {unit: set() for unit in LAYER}
+    where = {}
+    for unit, target, at in _unit_imports(LAYER):
+        if target in LAYER:
+            graph[unit].add(target)
+            where.setdefault((unit, target), at)
+    cycle = _find_cycle(graph)
+    assert cycle is None, ("import circle between units: " + " → ".join(cycle) + "\n" +
+                           "\n".join(where[a, b] for a, b in zip(cycle, cycle[1:])))
+
+
+def test_each_application_unit_imports_only_lower_layers():
+    assert set(LAYER) <= set(MODULES), "a unit of LAYERS is no module: update the table"
+    bad = _layer_violations(_unit_imports(LAYER), LAYER)
+    assert not bad, ("imports against the layers of LAYERS (docs/architecture.md):\n" +
+                     "\n".join(bad))
+
+
+def test_the_layer_check_names_the_offending_import():
+    imports = [("b", "a", "b.py:1: b imports a"), ("a", "b", "a.py:7: a imports b"),
+               ("a", "c", "a.py:9: a imports c")]
+    assert _layer_violations(imports, {"a": 0, "b": 1}) == [
+        "a.py:7: a imports b: a is layer 0, b layer 1",
+        "a.py:9: a imports c: a is layer 0, c in no layer"]
+    assert _unit("kairo.data._store") == "kairo.data" and _unit("kairo._io") == "kairo._io"
+
+
+def test_the_architecture_page_shows_the_layers():
+    text = (SRC.parent / "docs" / "architecture.md").read_text()
+    rows = re.findall(r"^\| (\d) \| ([^|]*) \|", text, re.M)
+    assert [tuple(re.findall(r"`(kairo[\w.]*)`", units)) for _, units in rows] == list(LAYERS)
+    assert [int(n) for n, _ in rows] == list(range(len(LAYERS)))
 
 
 def _in_fresh_python(code: str) -> dict:

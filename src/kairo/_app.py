@@ -1,9 +1,11 @@
-"""The application layer: every command is a :class:`Command` declared as data by its family.
+"""The application layer: every command is a :class:`~kairo._command.Command` declared as
+data by its family.
 
-A command is a frozen config class (help, choices and bounds on its fields, see :func:`option`)
-and a function ``run(cfg, rd) -> summary`` that computes through the family's public API and
-writes through the :class:`~kairo._runs.ResultsDir` it is handed. The CLI, the demo and the
-tests iterate the registry (:func:`commands`); :func:`execute` is the one path every run takes.
+A command is a frozen config class (help, choices and bounds on its fields, see
+:func:`~kairo._config.option`) and a function ``run(cfg, rd) -> summary`` that computes
+through the family's public API and writes through the :class:`~kairo._runs.ResultsDir` it
+is handed. The CLI, the demo and the tests iterate the registry (:func:`commands`);
+:func:`execute` is the one path every run takes.
 """
 
 from __future__ import annotations
@@ -12,16 +14,14 @@ import contextlib
 import dataclasses
 import importlib
 import logging
-import math
 import os
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
+from kairo._command import Command
 from kairo._errors import ConfigError
 
-__all__ = ["Command", "option", "check_fields", "commands", "get_command", "make_config",
-           "execute", "Outcome", "FAMILIES"]
+__all__ = ["commands", "get_command", "make_config", "execute", "Outcome", "FAMILIES"]
 
 log = logging.getLogger(__name__)
 
@@ -30,88 +30,6 @@ log = logging.getLogger(__name__)
 FAMILIES = ("kairo.reservoir._commands", "kairo.embodied._commands", "kairo.logic._commands",
             "kairo.attention._commands", "kairo.data._commands", "kairo.store._commands",
             "kairo.report._commands", "kairo.sweep._commands", "kairo.demo")
-
-
-@dataclass(frozen=True)
-class Command:
-    """One command: ``kairo <name>`` builds ``config`` from flags and files and calls
-    ``run(cfg, rd)``, which returns the summary printed at the end.
-
-    folder: the command writes a results folder (``--out``; ``rd`` is a ResultsDir). Without
-        one ``rd`` is None and the command writes at most the single file its config names
-        (``output``, obeying its ``overwrite`` field) or nothing.
-    inputs: ``inputs(cfg) -> {label: path}``, the data files whose SHA-256 goes into run.json.
-    default_out: the results folder when none is given (else ``results/<command>-<time>``).
-    record: the run is recorded in the results store (queries of the store itself, and
-        commands that only print where things are, are not).
-    headline: the recorded metrics (flattened names) that sum a run up, in the order a
-        report lists them; a run without them is summed up by its first numbers.
-    """
-
-    name: str
-    config: type
-    run: Callable
-    help: str
-    description: str = ""
-    inputs: Callable | None = None
-    folder: bool = True
-    default_out: str = ""
-    record: bool = True
-    headline: tuple[str, ...] = ()
-
-    def __post_init__(self):
-        if self.inputs is not None and not self.folder:
-            raise ValueError(f"{self.name}: inputs are recorded in a results folder; a command "
-                             f"without one (folder=False) has nowhere to record them")
-
-
-def option(default, help: str, *, choices=None, low=None, high=None, positional=False,
-           above=None, required=False, **kw):
-    """A config field with its help text and the values it accepts (checked by
-    :func:`check_fields`). ``low``/``high`` bound numbers inclusively, ``above`` exclusively;
-    for tuple fields they apply to every element. A ``required`` field must not be left
-    empty (its default is the empty value)."""
-    meta = {"help": help, "choices": tuple(choices) if choices else None, "low": low,
-            "high": high, "above": above, "positional": positional, "required": required}
-    if isinstance(default, (list, dict, set)):
-        raise TypeError("option defaults must be immutable (use a tuple)")
-    return field(default=default, metadata=meta, **kw)
-
-
-def _bound_error(name, v, meta) -> str | None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    if isinstance(v, float) and not math.isfinite(v):
-        return f"{name} must be a finite number, got {v}"
-    if meta.get("low") is not None and v < meta["low"]:
-        return f"{name} must be ≥ {meta['low']}, got {v}"
-    if meta.get("high") is not None and v > meta["high"]:
-        return f"{name} must be ≤ {meta['high']}, got {v}"
-    if meta.get("above") is not None and v <= meta["above"]:
-        return f"{name} must be > {meta['above']}, got {v}"
-    return None
-
-
-def check_fields(cfg) -> None:
-    """Check every field of ``cfg`` against the choices, bounds and ``required`` that
-    :func:`option` gave it; the error names the field. Configs call it first in
-    ``__post_init__``."""
-    for f in dataclasses.fields(cfg):
-        v = getattr(cfg, f.name)
-        meta = f.metadata
-        values = v if isinstance(v, tuple) else (v,)
-        for one in values:
-            if meta.get("choices") and one not in meta["choices"]:
-                raise ConfigError(f"{f.name}: expected one of {', '.join(map(str, meta['choices']))}"
-                                  f"; got {one!r}")
-            msg = _bound_error(f.name, one, meta)
-            if msg:
-                raise ConfigError(msg)
-    for f in dataclasses.fields(cfg):       # after the values given: those errors come first
-        if f.metadata.get("required") and getattr(cfg, f.name) in ("", None, ()):
-            how = (f"the {f.name.upper()} argument" if f.metadata.get("positional") else
-                   f"--{f.name.replace('_', '-')}")
-            raise ConfigError(f"{f.name}: required ({how})")
 
 
 _REGISTRY: dict[str, Command] | None = None

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kairo._errors import DataError, DataNotFoundError
-from kairo._runs import atomic_write
+from kairo._io import atomic_write
 
 __all__ = ["save_checkpoint", "load_checkpoint", "check_compatible", "settings_diff"]
 

@@ -1,6 +1,8 @@
 """Configs are frozen dataclasses; flags, YAML/TOML files and results folders share them.
 
-Precedence: dataclass defaults < config file < command-line flags given explicitly.
+Precedence: dataclass defaults < config file < command-line flags given explicitly. Every
+field is declared with :func:`option` (help, choices, bounds) and checked by
+:func:`check_fields`.
 """
 
 from __future__ import annotations
@@ -8,16 +10,68 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import math
 import tomllib
 import types
 import typing
+from dataclasses import field
 from pathlib import Path
 
 import yaml
 
 from kairo._errors import ConfigError
 
-__all__ = ["load_config_file", "build_config", "config_to_dict", "field_kind"]
+__all__ = ["option", "check_fields", "load_config_file", "build_config", "config_to_dict",
+           "field_kind"]
+
+
+def option(default, help: str, *, choices=None, low=None, high=None, positional=False,
+           above=None, required=False, **kw):
+    """A config field with its help text and the values it accepts (checked by
+    :func:`check_fields`). ``low``/``high`` bound numbers inclusively, ``above`` exclusively;
+    for tuple fields they apply to every element. A ``required`` field must not be left
+    empty (its default is the empty value)."""
+    meta = {"help": help, "choices": tuple(choices) if choices else None, "low": low,
+            "high": high, "above": above, "positional": positional, "required": required}
+    if isinstance(default, (list, dict, set)):
+        raise TypeError("option defaults must be immutable (use a tuple)")
+    return field(default=default, metadata=meta, **kw)
+
+
+def _bound_error(name, v, meta) -> str | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    if isinstance(v, float) and not math.isfinite(v):
+        return f"{name} must be a finite number, got {v}"
+    if meta.get("low") is not None and v < meta["low"]:
+        return f"{name} must be ≥ {meta['low']}, got {v}"
+    if meta.get("high") is not None and v > meta["high"]:
+        return f"{name} must be ≤ {meta['high']}, got {v}"
+    if meta.get("above") is not None and v <= meta["above"]:
+        return f"{name} must be > {meta['above']}, got {v}"
+    return None
+
+
+def check_fields(cfg) -> None:
+    """Check every field of ``cfg`` against the choices, bounds and ``required`` that
+    :func:`option` gave it; the error names the field. Configs call it first in
+    ``__post_init__``."""
+    for f in dataclasses.fields(cfg):
+        v = getattr(cfg, f.name)
+        meta = f.metadata
+        values = v if isinstance(v, tuple) else (v,)
+        for one in values:
+            if meta.get("choices") and one not in meta["choices"]:
+                raise ConfigError(f"{f.name}: expected one of {', '.join(map(str, meta['choices']))}"
+                                  f"; got {one!r}")
+            msg = _bound_error(f.name, one, meta)
+            if msg:
+                raise ConfigError(msg)
+    for f in dataclasses.fields(cfg):       # after the values given: those errors come first
+        if f.metadata.get("required") and getattr(cfg, f.name) in ("", None, ()):
+            how = (f"the {f.name.upper()} argument" if f.metadata.get("positional") else
+                   f"--{f.name.replace('_', '-')}")
+            raise ConfigError(f"{f.name}: required ({how})")
 
 
 @functools.cache

@@ -19,7 +19,8 @@ import sys
 import threading
 
 from kairo import __version__
-from kairo._app import Command, commands, execute, make_config
+from kairo._app import commands, execute, make_config
+from kairo._command import Command
 from kairo._config import field_kind, load_config_file
 from kairo._errors import KairoError
 

@@ -18,7 +18,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from kairo._app import Command, check_fields, execute, get_command, option
+from kairo._app import execute, get_command
+from kairo._command import Command
+from kairo._config import check_fields, option
 
 __all__ = ["DemoConfig", "Step", "demo_steps", "run_steps", "run_demo", "COMMANDS"]
 

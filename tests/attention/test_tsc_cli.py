@@ -429,7 +429,7 @@ def test_benchmark_default_covers_every_shipped_univariate_set():
     from kairo.attention._published import published_table
 
     def header(name):
-        path = _shipped()[name] / f"{name}_TRAIN.ts"
+        path = _shipped()[name][0]
         lines = [ln.strip().lower() for ln in path.read_text(errors="replace").splitlines()
                  if ln.startswith("@")]
         return "@univariate true" in lines, "@equallength false" not in lines  # tag optional

@@ -14,7 +14,9 @@ import pandas as pd
 import pytest
 
 from kairo import cli
-from kairo._app import Command, check_fields, execute, option
+from kairo._app import execute
+from kairo._command import Command
+from kairo._config import check_fields, option
 from kairo._errors import ConfigError, KairoError
 from kairo.store import SCHEMA_VERSION, Store, StoreError, flatten_metrics, parse_since, \
     parse_where

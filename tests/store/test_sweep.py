@@ -17,7 +17,8 @@ import pytest
 import yaml
 
 from kairo import _app, cli
-from kairo._app import Command, check_fields, option
+from kairo._command import Command
+from kairo._config import check_fields, option
 from kairo._errors import ConfigError, KairoError
 from kairo.store import Store
 from kairo.sweep import grid_points, load_spec, run_sweep, spec_from_dict

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kairo._app import Command
+from kairo._command import Command
 from kairo._errors import ConfigError, DataError, KairoError
 from kairo.attention._config import (BenchmarkConfig, CompareConfig, EncodingsConfig,
                                      EvaluateConfig, ListConfig, MapsConfig, PredictConfig,
@@ -101,11 +101,11 @@ def inputs(cfg) -> dict[str, Path]:
         sets = [(cfg.dataset, (cfg.split,) if getattr(cfg, "model", "") else ("train", "test"))]
     else:
         sets = []
-    shipped = _data._shipped()
     for name, splits in sets:
         canon = _data.canonical_name(name)
-        for split in splits if canon in shipped else ():
-            files[f"{canon}_{split}"] = shipped[canon] / f"{canon}_{split.upper()}.ts"
+        paths = _data.dataset_files(canon)
+        for split in splits if paths else ():
+            files[f"{canon}_{split}"] = paths[split]
     return {k: v for k, v in files.items() if v.is_file()}
 
 
@@ -417,7 +417,7 @@ def run_predict(cfg: PredictConfig, rd=None) -> str:
     """Predicted class and class probabilities for every series of ``--input``, as CSV."""
     import pandas as pd
 
-    from kairo._runs import atomic_write_text
+    from kairo._io import atomic_write_text
     from kairo.attention import _train
 
     out = Path(cfg.output)

@@ -18,7 +18,7 @@ import dataclasses
 import types
 from dataclasses import dataclass
 
-from kairo._app import check_fields, option
+from kairo._config import check_fields, option
 from kairo._errors import ConfigError
 from kairo._jobs import EXECUTORS
 from kairo.attention._recipe import (MIXUP_AUTO_SMOOTHNESS, SAM_AUTO_STEPS, STEM_AUTO,

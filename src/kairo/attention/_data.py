@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from kairo._errors import ConfigError, DataError, DataNotFoundError
+from kairo.attention._archive import _read_ts, archive_sets, read_split
 
 __all__ = ["TSData", "list_datasets", "load_dataset", "from_arrays", "load_csv", "load_ts",
            "znormalize", "channel_stats", "standardize", "stratified_split", "smoothness",
@@ -324,11 +325,11 @@ def _is_classification(ts_file: Path) -> bool:
 
 
 @lru_cache(maxsize=1)
-def _shipped() -> dict[str, Path]:
-    """Set name -> its folder. A variable-length set's equal-length version (``<name>_eq``,
-    the UCR archive's copy with each short series extended by low-amplitude noise to the
-    longest length) sits in the same folder and is a set of its own: it is the data the
-    published tables score."""
+def _shipped() -> dict[str, tuple[Path, Path]]:
+    """Set name -> (train file, test file) of the sets the aeon wheel ships. A variable-length
+    set's equal-length version (``<name>_eq``, the UCR archive's copy with each short series
+    extended by low-amplitude noise to the longest length) sits in the same folder and is a set
+    of its own: it is the data the published tables score."""
     root = _aeon_data_dir()
     found = {}
     if root.is_dir():
@@ -336,33 +337,22 @@ def _shipped() -> dict[str, Path]:
             for name in (d.name, f"{d.name}_eq"):
                 train, test = d / f"{name}_TRAIN.ts", d / f"{name}_TEST.ts"
                 if train.is_file() and test.is_file() and _is_classification(train):
-                    found[name] = d
+                    found[name] = (train, test)
     return found
 
 
+def dataset_files(name: str) -> dict[str, Path]:
+    """``{"train": path, "test": path}`` of a set by name: shipped in the aeon wheel, or in a
+    folder of ``$KAIRO_TSC_ARCHIVE`` (kairo.attention._archive); {} for MNIST-1D."""
+    canon = canonical_name(name)
+    pair = _shipped().get(canon) or archive_sets().get(canon)
+    return {} if pair is None else dict(zip(("train", "test"), pair))
+
+
 def list_datasets() -> list[str]:
-    """Classification sets shipped inside the aeon wheel, then ``"MNIST1D"``."""
-    return sorted(_shipped(), key=str.lower) + [MNIST1D]
-
-
-def _read_ts(path: Path, labelled: bool = True) -> tuple[list | np.ndarray, np.ndarray | None]:
-    """aeon's reader (local file only); its errors become DataError naming the file. With
-    ``labelled=False`` the labels may be absent (then None)."""
-    from aeon.datasets import load_from_ts_file
-
-    if not Path(path).is_file():
-        raise DataNotFoundError(f"{path} does not exist")
-    try:
-        x, y, meta = load_from_ts_file(str(path), return_meta_data=True)
-    except Exception as exc:  # noqa: BLE001 - aeon raises IOError/ValueError/IndexError
-        raise DataError(f"{path}: not a readable .ts file ({type(exc).__name__}: "
-                        f"{str(exc)[:200]})") from None
-    if not meta.get("classlabel") or y is None or len(y) == 0:
-        if not labelled:
-            return x, None
-        raise DataError(f"{path}: has no class labels (@classLabel false or missing); kairo "
-                        f"reads classification files only")
-    return x, np.asarray(y).astype(str)
+    """Classification sets shipped inside the aeon wheel and those of ``$KAIRO_TSC_ARCHIVE``
+    (kairo.attention._archive), then ``"MNIST1D"``."""
+    return sorted(set(_shipped()) | set(archive_sets()), key=str.lower) + [MNIST1D]
 
 
 def _to_list(x) -> list:
@@ -383,7 +373,8 @@ def load_dataset(name: str, split: str = "train", *, mnist1d_length: int = 40,
                  seed: int = 0) -> TSData:
     """A dataset by name, offline.
 
-    UCR/UEA sets come from the ``.ts`` files inside the aeon wheel (no network). Labels map to
+    UCR/UEA sets come from the ``.ts`` files inside the aeon wheel (no network), or from the
+    folders of ``$KAIRO_TSC_ARCHIVE`` (your copy of the archive). Labels map to
     0…k−1 by the sorted union of the train and test labels, so both splits agree. Unequal-
     length sets (JapaneseVowels, PickupGestureWiimoteZ) are padded at the end, never
     truncated, to the longest series of either split, with a mask. Their equal-length
@@ -401,8 +392,7 @@ def load_dataset(name: str, split: str = "train", *, mnist1d_length: int = 40,
         x, y = make_mnist1d(N_TRAIN + N_TEST, mnist1d_length, seed)
         part = slice(0, N_TRAIN) if split == "train" else slice(N_TRAIN, None)
         return TSData(x[part], y[part], None, tuple(str(d) for d in range(10)), MNIST1D)
-    folder = _shipped()[canon]
-    parts = {s: _read_ts(folder / f"{canon}_{s.upper()}.ts") for s in ("train", "test")}
+    parts = {s: read_split(p) for s, p in dataset_files(canon).items()}
     classes = _label_order(np.concatenate([parts["train"][1], parts["test"][1]]))
     x, y = parts[split]
     if isinstance(x, np.ndarray) and all(isinstance(p[0], np.ndarray) and

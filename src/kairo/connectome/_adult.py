@@ -25,7 +25,7 @@ from kairo._errors import DataError
 from kairo.connectome._core import Connectome, read_id_file  # noqa: F401 (re-exported)
 
 __all__ = ["load_shiu", "load_codex", "load_neuprint", "save_shiu", "transmitter_sign",
-           "INHIBITORY_TRANSMITTERS", "adult_files", "read_id_file", "SOURCES"]
+           "INHIBITORY_TRANSMITTERS", "adult_files", "read_id_file"]
 
 #: Transmitters whose neurons inhibit (Shiu et al. 2024); every other transmitter excites.
 INHIBITORY_TRANSMITTERS = ("gaba", "glut", "glutamate", "glu")
@@ -49,26 +49,6 @@ _CODEX_TABLES = {"classification": ("classification.csv.gz", "classification.csv
                  "neurons": ("neurons.csv.gz", "neurons.csv"),
                  "cell_types": ("consolidated_cell_types.csv.gz", "consolidated_cell_types.csv")}
 _SIDES = {"left": "L", "right": "R", "center": "C", "l": "L", "r": "R", "c": "C"}
-
-#: Where each adult-brain format comes from and what its files are named (``kairo data
-#: sources``): none can be fetched by kairo (logins, licences, sizes), all are read from disk.
-SOURCES = {
-    "FlyWire Codex (FAFB v783)": (
-        "codex.flywire.ai → Download (FlyWire account; CC BY-NC 4.0)",
-        "connections.csv.gz (≥ 5 synapses) or connections_no_threshold.csv.gz, "
-        "classification.csv.gz, neurons.csv.gz, optionally consolidated_cell_types.csv.gz",
-        "kairo reservoir screen --connectome FOLDER  (load_codex)"),
-    "Shiu et al. 2024": (
-        "github.com/philshiu/Drosophila_brain_model (git LFS)",
-        "Connectivity_783.parquet + Completeness_783.csv (or 2023_03_23_connectivity_630_"
-        "final.parquet + 2023_03_23_completeness_630_final.csv); Codex's classification.csv.gz "
-        "and neurons.csv.gz beside them add annotations",
-        "kairo reservoir screen --connectome Connectivity_783.parquet  (load_shiu)"),
-    "neuPrint (hemibrain v1.2.1)": (
-        "neuprint.janelia.org → hemibrain → exported-traced-adjacencies-v1.2.tar.gz",
-        "traced-neurons.csv + traced-total-connections.csv",
-        "kairo reservoir screen --connectome FOLDER  (load_neuprint)"),
-}
 
 
 def transmitter_sign(nt) -> np.ndarray:
@@ -357,7 +337,7 @@ def save_shiu(connectome: Connectome, folder, *, version: str = "783") -> tuple[
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from kairo._runs import atomic_path
+    from kairo._io import atomic_path
 
     ids = connectome.ids
     if ids.dtype.kind not in "iu":

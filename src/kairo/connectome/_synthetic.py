@@ -59,7 +59,7 @@ def synthetic_flywire(folder, *, n_neurons: int = 139_255, n_synapses: int = 50_
     import pyarrow.csv as pcsv
     import pyarrow.parquet as pq
 
-    from kairo._runs import atomic_path
+    from kairo._io import atomic_path
     from kairo.connectome._adult import transmitter_sign
 
     unknown = set(formats) - {"codex", "shiu", "neuprint"}

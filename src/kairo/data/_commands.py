@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kairo._app import Command, check_fields, option
+from kairo._command import Command
+from kairo._config import check_fields, option
 from kairo._errors import ConfigError
 
 __all__ = ["DataConfig", "COMMANDS"]
@@ -44,8 +45,7 @@ def _verify(cfg: DataConfig, rd) -> str:
 
 
 def _sources(cfg: DataConfig, rd) -> str:
-    from kairo.connectome._adult import SOURCES
-    from kairo.data._store import REGISTRY, data_dir
+    from kairo.data._store import REGISTRY, SOURCES, data_dir
 
     base = data_dir(cfg.data_dir or None)
     lines = ["Registered files (kairo data fetch downloads and checksums them):"]

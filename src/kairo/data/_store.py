@@ -20,8 +20,9 @@ from pathlib import Path
 import platformdirs
 
 from kairo._errors import ChecksumError, DataNotFoundError
+from kairo._io import sha256sum
 
-__all__ = ["RemoteFile", "REGISTRY", "data_dir", "fetch", "sha256sum", "gunzip_md5sum"]
+__all__ = ["RemoteFile", "REGISTRY", "SOURCES", "data_dir", "fetch", "gunzip_md5sum"]
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +72,26 @@ for _name, _md5 in (("train-images-idx3-ubyte", "6bbc9ace898e44ae57da46a324031ad
         sha256="", gunzip_md5=_md5,
         citation="LeCun, Cortes & Burges, The MNIST database of handwritten digits.")
 
+#: Where each adult-brain format comes from and what its files are named (``kairo data
+#: sources``): none can be fetched by kairo (logins, licences, sizes), all are read from disk.
+SOURCES = {
+    "FlyWire Codex (FAFB v783)": (
+        "codex.flywire.ai → Download (FlyWire account; CC BY-NC 4.0)",
+        "connections.csv.gz (≥ 5 synapses) or connections_no_threshold.csv.gz, "
+        "classification.csv.gz, neurons.csv.gz, optionally consolidated_cell_types.csv.gz",
+        "kairo reservoir screen --connectome FOLDER  (load_codex)"),
+    "Shiu et al. 2024": (
+        "github.com/philshiu/Drosophila_brain_model (git LFS)",
+        "Connectivity_783.parquet + Completeness_783.csv (or 2023_03_23_connectivity_630_"
+        "final.parquet + 2023_03_23_completeness_630_final.csv); Codex's classification.csv.gz "
+        "and neurons.csv.gz beside them add annotations",
+        "kairo reservoir screen --connectome Connectivity_783.parquet  (load_shiu)"),
+    "neuPrint (hemibrain v1.2.1)": (
+        "neuprint.janelia.org → hemibrain → exported-traced-adjacencies-v1.2.tar.gz",
+        "traced-neurons.csv + traced-total-connections.csv",
+        "kairo reservoir screen --connectome FOLDER  (load_neuprint)"),
+}
+
 
 def data_dir(override: str | os.PathLike | None = None) -> Path:
     """Return kairo's data directory (argument > ``$KAIRO_DATA_DIR`` > user cache dir)."""
@@ -80,15 +101,6 @@ def data_dir(override: str | os.PathLike | None = None) -> Path:
     if env:
         return Path(env).expanduser()
     return Path(platformdirs.user_cache_dir("kairo"))
-
-
-def sha256sum(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
-    """Hex SHA-256 of a file, read in chunks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
 
 
 def gunzip_md5sum(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
@@ -159,7 +171,7 @@ def fetch(name: str, root: str | os.PathLike | None = None, *, download: bool | 
 
 
 def _download(url: str, dest: Path, spec: RemoteFile, timeout: float) -> None:
-    from kairo._runs import atomic_path
+    from kairo._io import atomic_path
 
     dest.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(dest) as tmp:          # in place only once its checksum is right

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from kairo._app import Command
+from kairo._command import Command
 from kairo.embodied._config import FlyConfig, FlySettings, TrialsConfig, ViewConfig
 
 __all__ = ["COMMANDS"]

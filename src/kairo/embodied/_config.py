@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from kairo._app import check_fields, option
+from kairo._config import check_fields, option
 from kairo._errors import ConfigError
 from kairo._jobs import EXECUTORS
 from kairo.reservoir._config import DYNAMICS, NORMALIZATIONS, SIGNS, ConnectomeSource, \

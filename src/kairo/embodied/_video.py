@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from kairo._errors import KairoError
-from kairo._runs import atomic_path
+from kairo._io import atomic_path
 
 __all__ = ["VideoRecorder"]
 

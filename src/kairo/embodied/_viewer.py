@@ -120,6 +120,6 @@ def _screenshot(display: str, path, wait: float = 10.0) -> None:
         if np.asarray(img).std() > 10 or time.perf_counter() > deadline:
             break
         time.sleep(0.25)
-    from kairo._runs import atomic_write
+    from kairo._io import atomic_write
 
     atomic_write(path, lambda tmp: img.save(tmp, format="PNG"))

@@ -7,7 +7,7 @@ import logging
 import shutil
 from pathlib import Path
 
-from kairo._app import Command
+from kairo._command import Command
 from kairo._errors import KairoError
 from kairo.logic._config import (BenchConfig, ExportConfig, FpgaConfig, LogicTrainConfig,
                                  VerifyConfig)

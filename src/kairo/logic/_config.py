@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kairo._app import check_fields, option
+from kairo._config import check_fields, option
 from kairo._errors import ConfigError
 
 __all__ = ["LogicTrainConfig", "ExportConfig", "VerifyConfig", "FpgaConfig", "BenchConfig",

@@ -3,7 +3,7 @@ folder), optionally served on 127.0.0.1."""
 
 from __future__ import annotations
 
-from kairo._app import Command
+from kairo._command import Command
 from kairo.report._config import ReportConfig
 
 __all__ = ["COMMANDS"]

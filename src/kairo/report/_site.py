@@ -473,7 +473,7 @@ def build_site(store, runs, out, *, overwrite: bool = False, max_rows: int = 50)
     >>> st = Store("results/kairo.db")                                 # doctest: +SKIP
     >>> build_site(st, select_runs(st, where="accuracy>0.9"), "site")  # doctest: +SKIP
     """
-    from kairo._runs import atomic_folder
+    from kairo._io import atomic_folder
 
     out = Path(out)
     with atomic_folder(out, overwrite=overwrite) as tmp:
@@ -508,7 +508,7 @@ def demo_report(folder, sections: list[dict] | None = None, *, quick: bool | Non
     rerun}`` (``name`` is the step's folder; ``{name, skipped}`` for a step that did not
     run). Without them the steps are read from the folder's sub-folders. ``quick``: the demo
     ran at tiny sizes (default: what the folder's run.json says)."""
-    from kairo._runs import atomic_write_text
+    from kairo._io import atomic_write_text
 
     folder = Path(folder)
     if not folder.is_dir():

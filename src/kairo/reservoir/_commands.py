@@ -6,7 +6,7 @@ Importable without NumPy, pandas or Matplotlib: the run functions import them.
 
 from __future__ import annotations
 
-from kairo._app import Command
+from kairo._command import Command
 from kairo.reservoir._config import (CompareConfig, PropagateConfig, RunConfig, ScreenConfig,
                                      SweepConfig)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields
 
-from kairo._app import check_fields, option
+from kairo._config import check_fields, option
 from kairo._errors import ConfigError
 from kairo._jobs import EXECUTORS
 

@@ -12,7 +12,7 @@ import math
 import shutil
 from pathlib import Path
 
-from kairo._app import Command
+from kairo._command import Command
 from kairo._errors import KairoError
 from kairo.store._config import (RunsCompareConfig, RunsExportConfig, RunsListConfig,
                                  RunsRmConfig, RunsShowConfig)
@@ -179,7 +179,7 @@ def export_frame(recs):
 
 
 def _export(cfg: RunsExportConfig, rd) -> str:
-    from kairo._runs import atomic_write
+    from kairo._io import atomic_write
 
     out = Path(cfg.output)
     if out.is_dir():

@@ -503,7 +503,7 @@ def _record(row) -> RunRecord:
 
 
 def _dumps(o) -> str:
-    from kairo._runs import jsonable
+    from kairo._io import jsonable
 
     return json.dumps(o, default=jsonable, sort_keys=False)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kairo._app import Command
+from kairo._command import Command
 from kairo.sweep._config import SweepConfig
 
 __all__ = ["COMMANDS", "sweep_summary"]

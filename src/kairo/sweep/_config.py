@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kairo._app import check_fields, option
+from kairo._config import check_fields, option
 from kairo._jobs import EXECUTORS
 
 __all__ = ["SweepConfig"]

@@ -116,7 +116,7 @@ def _metric(store, run_id, name: str):
 
 def _prepare_folder(spec: SweepSpec, out: Path) -> None:
     """The sweep folder, with the spec it runs; a folder holding another sweep is refused."""
-    from kairo._runs import atomic_write_text
+    from kairo._io import atomic_write_text
 
     out.mkdir(parents=True, exist_ok=True)
     marker = out / "sweep.json"
@@ -254,7 +254,7 @@ def _trial_points(spec, number: int, params: dict) -> list[Point]:
 def _search(spec, out, st, common, kind, n_workers, address, progress_bar, result):
     import optuna
 
-    from kairo._runs import atomic_write_text
+    from kairo._io import atomic_write_text
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     dists = _distributions(spec)
@@ -329,7 +329,7 @@ def _write_points(out: Path, spec: SweepSpec, result: SweepResult) -> None:
     import csv
     import io
 
-    from kairo._runs import atomic_write_text
+    from kairo._io import atomic_write_text
 
     names = list(spec.grid) if spec.kind == "grid" else [s.name for s in spec.space]
     buf = io.StringIO()

@@ -33,7 +33,7 @@ def write_text(path, text: str, what: str) -> Path:
     if not path.parent.is_dir():
         raise KairoError(f"{what} {path}: folder {path.parent} does not exist; create it first "
                          f"(mkdir -p {path.parent})")
-    from kairo._runs import atomic_write_text
+    from kairo._io import atomic_write_text
 
     return atomic_write_text(path, text)
 
