@@ -11,9 +11,7 @@ import torch
 from kairo._errors import ConfigError, DataError
 from kairo.attention._augment import augment, check_mask, cut_mix, is_active
 from kairo.attention._recipe import SAM_AUTO_STEPS, TIME_WARP_AUTO
-from kairo.attention._data import from_arrays
-from kairo.attention._model import ModelConfig
-from kairo.attention._train import TrainConfig, fit
+from kairo.attention import ModelConfig, TrainConfig, fit, from_arrays
 
 RESNET = ModelConfig(encoder="resnet", d_model=8, blocks=1, pool="mean")
 QUIET = dict(progress_bar=False)

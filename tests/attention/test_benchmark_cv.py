@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from kairo._errors import DataError
-from kairo.attention import _train
+from kairo.attention import _inference, _train
 from kairo.attention._grid import _one, cv_folds
 from kairo.attention._selection import cv_summary
 from kairo.attention._config import ModelConfig, TrainConfig
@@ -75,7 +75,7 @@ def test_a_fold_job_trains_on_the_other_folds_only():
     row = _one(job)
     fit_idx, out_idx = cv_folds(train.y, 3, 1)[2]
     res = _train.fit(m, t, train.subset(fit_idx), progress_bar=False)
-    pred = _train.evaluate(res["model"], train.subset(out_idx))["pred"]
+    pred = _inference.evaluate(res["model"], train.subset(out_idx))["pred"]
     assert row["cv_hits"] == int((pred == train.y[out_idx]).sum())
     assert row["cv_n"] == len(out_idx) and row["fold"] == 2 and row["time_warp"] == 0.2
     assert "test_accuracy" not in row

@@ -13,11 +13,9 @@ import torch
 import kairo.attention._train as T
 from kairo._config import build_config
 from kairo._errors import ConfigError, DataError, DataNotFoundError, KairoError
-from kairo.attention._data import (from_arrays, load_dataset, smoothness, stratified_split,
-                                   znormalize)
-from kairo.attention._model import ModelConfig, build_classifier
-from kairo.attention._train import (TrainConfig, evaluate, fit, load_classifier, predict,
-                                    save_classifier)
+from kairo.attention import (ModelConfig, TrainConfig, build_classifier, evaluate, fit,
+                             from_arrays, load_classifier, load_dataset, predict,
+                             save_classifier, smoothness, stratified_split, znormalize)
 
 # a tiny Transformer (with dropout, so the random streams matter) and a tiny ResNet
 TINY = ModelConfig(d_model=16, n_heads=2, blocks=1, pool="mean", tokens="patch", patch=10,

@@ -733,23 +733,23 @@ def test_a_train_run_that_fails_after_training_names_the_kept_checkpoint(tmp_pat
     """The checkpoint next to --out survives a failed run on purpose (the rerun resumes); the
     user is told where it is. A run refused before training does not repeat it."""
     from kairo._errors import KairoError
-    from kairo.attention import _train
+    from kairo.attention import _inference
 
     out = tmp_path / "run"
     args = ["tsc", "train", "--dataset", "ItalyPowerDemand", "--encoder", "resnet", "--pool",
             "mean", *FAST, "--out", str(out)]
-    real = _train.evaluate
+    real = _inference.evaluate
 
     def broken(*a, **k):
         raise KairoError("scoring failed")
 
-    monkeypatch.setattr(_train, "evaluate", broken)
+    monkeypatch.setattr(_inference, "evaluate", broken)
     assert main(args) != 0
     err = capsys.readouterr().err
     ckpt = tmp_path / "run.checkpoint.pt"
     assert ckpt.is_file() and not out.exists()
     assert f"its checkpoint {ckpt} is kept: the same command resumes from it" in caplog.text
-    monkeypatch.setattr(_train, "evaluate", real)
+    monkeypatch.setattr(_inference, "evaluate", real)
     # another run's settings: refused before training, with the error's own advice only
     caplog.clear()
     assert main([*args, "--seed", "1"]) != 0
@@ -896,22 +896,22 @@ def test_a_failed_ensemble_keeps_every_members_checkpoint_and_resumes(tmp_path, 
     """Member 0 checkpoints where a one-model run does, member i beside it; a run that fails
     after training names them, and the rerun resumes every member, then deletes them."""
     from kairo._errors import KairoError
-    from kairo.attention import _train
+    from kairo.attention import _inference
 
     out = tmp_path / "run"
     args = [*ENSEMBLE, "--out", str(out)]
-    real = _train.evaluate
+    real = _inference.evaluate
 
     def broken(*a, **k):
         raise KairoError("scoring failed")
 
-    monkeypatch.setattr(_train, "evaluate", broken)
+    monkeypatch.setattr(_inference, "evaluate", broken)
     assert main(args) != 0
     kept = [tmp_path / "run.checkpoint.pt", tmp_path / "run.checkpoint-member1.pt"]
     assert all(p.is_file() for p in kept) and not out.exists()
     assert f"its checkpoint {kept[0]} is kept" in caplog.text
     assert f"checkpoints {kept[1]} are kept too" in caplog.text
-    monkeypatch.setattr(_train, "evaluate", real)
+    monkeypatch.setattr(_inference, "evaluate", real)
     caplog.clear()
     with caplog.at_level("INFO", logger="kairo.attention._train"):
         assert main(args) == 0

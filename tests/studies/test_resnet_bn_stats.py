@@ -57,7 +57,7 @@ def test_an_incomplete_protocol_decides_nothing(bench):
 def test_paired_run_scores_the_running_averages_whatever_the_default(bench):
     import dataclasses
 
-    from kairo.attention import _grid, _train
+    from kairo.attention import _grid, _inference, _train
     from kairo.attention import ModelConfig, TrainConfig
 
     model = ModelConfig(encoder="resnet", pool="mean", d_model=8, blocks=1)
@@ -70,6 +70,6 @@ def test_paired_run_scores_the_running_averages_whatever_the_default(bench):
     quiet = dict(progress_bar=False)
     as_trained = _train.fit(model, dataclasses.replace(train, bn_stats="running"), tr, **quiet)
     recomputed = _train.fit(model, train, tr, **quiet)
-    assert row["running"] == _train.evaluate(as_trained["model"], te)["accuracy"]
-    assert row["recompute"] == _train.evaluate(recomputed["model"], te)["accuracy"]
+    assert row["running"] == _inference.evaluate(as_trained["model"], te)["accuracy"]
+    assert row["recompute"] == _inference.evaluate(recomputed["model"], te)["accuracy"]
     assert row["running"] != row["recompute"] and row["n_bn_layers"] == 4

@@ -121,7 +121,7 @@ def run_train(cfg: TscTrainConfig, rd) -> str:
     score the test split; writes the model, metrics, tables and figures into ``rd``. A killed
     run resumes from ``rd.checkpoint`` (an ensemble's members from the files
     `ensemble_checkpoints` derives from it)."""
-    from kairo.attention import _train
+    from kairo.attention import _inference
     from kairo.attention._estimator import estimator_for
 
     model_cfg = model_config(cfg)
@@ -143,9 +143,9 @@ def run_train(cfg: TscTrainConfig, rd) -> str:
             "classes": list(train.classes),
             **{k: v for k, v in res["meta"].items() if k.startswith("znorm")},
             "n_steps": train.n_steps, "best_epoch": res["best_epoch"]}
-    _train.save_classifier(rd.path / "model.pt", model, model_cfg, meta)
+    _inference.save_classifier(rd.path / "model.pt", model, model_cfg, meta)
     rd.add("model.pt")
-    report = _train.evaluate(model, test)          # test labels matched to train's by name
+    report = _inference.evaluate(model, test)          # test labels matched to train's by name
     _write_report(rd, report, train.classes, "test")
     import pandas as pd
 
@@ -171,7 +171,7 @@ def _run_ensemble(cfg: TscTrainConfig, rd, est, model_cfg, train, test) -> str:
     with each member's seed and test accuracy beside them."""
     import pandas as pd
 
-    from kairo.attention import _train
+    from kairo.attention import _inference, _train
 
     n = cfg.ensemble
     extra = _train.ensemble_checkpoints(rd.checkpoint, n)[1:]   # member 0: rd.checkpoint
@@ -191,15 +191,15 @@ def _run_ensemble(cfg: TscTrainConfig, rd, est, model_cfg, train, test) -> str:
             rd.resolve("threads", members[0]["meta"]["train_config"]["threads"])
         meta = {"dataset": train.name if not cfg.train_file else cfg.train_file,
                 "classes": list(train.classes), "n_steps": train.n_steps}
-        _train.save_classifier(rd.path / "model.pt", model, model_cfg, meta)
+        _inference.save_classifier(rd.path / "model.pt", model, model_cfg, meta)
         rd.add("model.pt")
         rows = []
         for i, m in enumerate(members):
-            rep = _train.evaluate(m["model"], test)     # the member alone, its own scaling
+            rep = _inference.evaluate(m["model"], test)     # the member alone, its own scaling
             rows.append({"member": i, "seed": m["seed"], "test_accuracy": rep["accuracy"],
                          "test_macro_f1": rep["f1_macro"], "best_epoch": m["best_epoch"],
                          "epochs_run": len(m["history"]), "train_seconds": m["seconds"]})
-        report = _train.evaluate(model, test)
+        report = _inference.evaluate(model, test)
         _write_report(rd, report, train.classes, "test", extra={"members": rows})
         hist = pd.concat([pd.DataFrame(m["history"]).assign(member=i, seed=m["seed"])
                           for i, m in enumerate(members)], ignore_index=True)
@@ -334,10 +334,10 @@ def model_dataset(cfg, meta: dict | None = None):
     config keeps "" (a re-run resolves it again); the run records the set in run.json."""
     if cfg.dataset or cfg.test_file or not cfg.model:
         return cfg
-    from kairo.attention import _data, _train
+    from kairo.attention import _data, _inference
 
     if meta is None:
-        _, meta = _train.load_classifier(cfg.model)
+        _, meta = _inference.load_classifier(cfg.model)
     m = meta.get("meta", meta)
     trained = str(m.get("dataset", ""))
     try:
@@ -399,15 +399,15 @@ def _model_classes(meta: dict, data) -> list[str]:
 
 
 def run_evaluate(cfg: EvaluateConfig, rd) -> str:
-    from kairo.attention import _train
+    from kairo.attention import _inference
 
-    model, meta = _train.load_classifier(cfg.model)
+    model, meta = _inference.load_classifier(cfg.model)
     cfg = _resolve_dataset(cfg, meta, rd)
     _dataset_warning(cfg, meta)
     data = _scored_data(cfg)
     names = _model_classes(meta, data)
     _length_warning(data, meta.get("meta", meta))
-    report = _train.evaluate(model, data)          # matches labels to the model's by name
+    report = _inference.evaluate(model, data)          # matches labels to the model's by name
     _write_report(rd, report, names, cfg.split)
     return (f"{cfg.split} accuracy {report['accuracy']:.2%}, macro F1 {report['f1_macro']:.3f} "
             f"on {len(data)} series")
@@ -418,7 +418,7 @@ def run_predict(cfg: PredictConfig, rd=None) -> str:
     import pandas as pd
 
     from kairo._io import atomic_write_text
-    from kairo.attention import _train
+    from kairo.attention import _inference
 
     out = Path(cfg.output)
     if not out.parent.is_dir():
@@ -432,7 +432,7 @@ def run_predict(cfg: PredictConfig, rd=None) -> str:
     if out.exists() and not cfg.overwrite:
         raise KairoError(f"output {out} already exists; choose another --output or pass "
                          f"--overwrite")
-    model, meta = _train.load_classifier(cfg.model)
+    model, meta = _inference.load_classifier(cfg.model)
     data = load_file(cfg.input, pad=cfg.pad, labelled=cfg.labelled)
     m = meta.get("meta", meta)
     notes = []
@@ -444,7 +444,7 @@ def run_predict(cfg: PredictConfig, rd=None) -> str:
     note = _length_warning(data, m, hint)
     if note:
         notes.append(note)
-    pred, proba = _train.predict(model, data.x, data.mask)
+    pred, proba = _inference.predict(model, data.x, data.mask)
     classes = [str(c) for c in m.get("classes", range(proba.shape[1]))]
     df = pd.DataFrame(proba, columns=[f"p_{c}" for c in classes])
     df.insert(0, "predicted", [classes[i] for i in pred])
@@ -467,9 +467,9 @@ def run_maps(cfg: MapsConfig, rd) -> str:
     """Pooling weights over time and per-head self-attention for chosen series."""
     import torch
 
-    from kairo.attention import _train
+    from kairo.attention import _inference, _train
 
-    model, meta = _train.load_classifier(cfg.model)
+    model, meta = _inference.load_classifier(cfg.model)
     ensemble, which = None, ""
     if model.arch.get("ensemble"):
         # each member attends on its own: an average of their maps would be no model's
@@ -490,7 +490,7 @@ def run_maps(cfg: MapsConfig, rd) -> str:
     if bad:
         raise ConfigError(f"series {bad} are out of range: the {cfg.split} split has "
                           f"{len(data)} series (0…{len(data) - 1})")
-    _train.check_max_len(model, data.n_steps, f"{data.name} {cfg.split}")
+    _inference.check_max_len(model, data.n_steps, f"{data.name} {cfg.split}")
     x_all = _train.scale_input(data.x, data.mask, meta.get("meta", meta))   # per series
     if ensemble is not None:
         # the input as this member was trained to see it (channel statistics of its own)

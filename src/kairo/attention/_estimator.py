@@ -130,7 +130,7 @@ class _SeriesClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"fit: y holds one class ({classes[0]!r}); a classifier needs at "
                              f"least two classes")
         data = _tsdata(x, y_idx, mask, classes)
-        res = self._fit_data(data)
+        self._fit_data(data)
         self.classes_ = classes
         self.n_classes_ = len(classes)
         self.n_channels_, self.n_timepoints_ = data.n_channels, data.n_steps
@@ -170,7 +170,7 @@ class _SeriesClassifier(ClassifierMixin, BaseEstimator):
     # ------------------------------------------------------------------ predict
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities [n_cases, n_classes], columns in ``classes_`` order."""
-        from kairo.attention._train import predict
+        from kairo.attention._inference import predict
 
         check_is_fitted(self, "model_")
         x, mask = self._series(X, "predict")
@@ -218,7 +218,7 @@ class _SeriesClassifier(ClassifierMixin, BaseEstimator):
         :func:`load_estimator`, ``kairo tsc evaluate`` and ``kairo tsc predict`` read."""
         import json
 
-        from kairo.attention._train import save_classifier
+        from kairo.attention._inference import save_classifier
 
         check_is_fitted(self, "model_")
         params = self.get_params(deep=False)
@@ -389,7 +389,7 @@ def estimator_for(cfg) -> _SeriesClassifier:
 def load_estimator(path) -> _SeriesClassifier:
     """A fitted estimator from a model file written by ``save`` or by ``kairo tsc train``
     (whose string labels become ``classes_``)."""
-    from kairo.attention._train import load_classifier
+    from kairo.attention._inference import load_classifier
 
     path = Path(path)
     model, meta = load_classifier(path)

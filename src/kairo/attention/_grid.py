@@ -69,7 +69,7 @@ def _one(job: dict) -> dict:
 
     import torch
 
-    from kairo.attention import _train
+    from kairo.attention import _inference, _train
 
     torch.set_num_threads(job["threads"])
     train, test = _data(job["dataset"], job["mnist1d_length"], job.get("resample", 0))
@@ -92,14 +92,14 @@ def _one(job: dict) -> dict:
     if "resample" in job:
         row["resample"] = job["resample"]
     if fold is None:
-        rep = _train.evaluate(res["model"], test)
+        rep = _inference.evaluate(res["model"], test)
         row.update(test_accuracy=rep["accuracy"], test_macro_f1=rep["f1_macro"],
                    val_accuracy=best.get("val_acc", float("nan")))
         if "ensemble" in job:          # its first seed, which may be 0
             # an ensemble member: its probabilities are averaged with the other members'
             row.update(ensemble_seed=job["ensemble"], proba=rep["proba"])
     else:
-        pred = _train.evaluate(res["model"], scored)["pred"]
+        pred = _inference.evaluate(res["model"], scored)["pred"]
         row.update(fold=fold["index"], cv_hits=int((pred == scored.y).sum()),
                    cv_n=len(scored))
     row.update(best_epoch=res["best_epoch"], epochs_run=len(hist),
@@ -163,7 +163,7 @@ def ensemble_runs(members: pd.DataFrame, mnist1d_length: int = 40) -> pd.DataFra
     ``n_params`` summed over the members (one thread each: the ensemble's compute).
     ``mnist1d_length``: the generated MNIST-1D length the members were trained on."""
     from kairo.attention._metrics import classification_report
-    from kairo.attention._train import labels_as
+    from kairo.attention._inference import labels_as
 
     if not {"ensemble_seed", "proba"} <= set(members) or \
             members[["ensemble_seed", "proba"]].isna().any(axis=None):
