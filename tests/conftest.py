@@ -23,6 +23,7 @@ import pytest
 import scipy.sparse as sp
 
 REPO = Path(__file__).resolve().parents[1]
+_RESULTS_KEY = pytest.StashKey[dict]()
 WINDING_RELPATH = Path("connectome") / "winding2023" / "Supplementary-Data-S1.zip"
 # the fixtures that hand a test the data directory or the archive itself
 WINDING_FIXTURES = {"winding", "winding_zip", "data_dir"}
@@ -41,6 +42,36 @@ def _winding_missing() -> str | None:
     return (f"needs the Winding 2023 archive at {d / WINDING_RELPATH}: set KAIRO_DATA_DIR to a "
             f"folder laid out like ../shared/data (or run `kairo data fetch winding2023` "
             f"online)")
+
+
+def _results_state() -> dict:
+    """Every file under the checkout's results/ (the default results store and run folders)
+    with its size and modification time."""
+    root = REPO / "results"
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in root.rglob("*") if p.is_file()} if root.is_dir() else {}
+
+
+def pytest_sessionstart(session):
+    session.config.stash[_RESULTS_KEY] = _results_state()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    # tests write only inside their temporary folders: the checkout's results/ (the store a
+    # user's runs land in) must be as it was when the session started
+    before = session.config.stash.get(_RESULTS_KEY, None)
+    if before is None:
+        return
+    after = _results_state()
+    changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+    if changed:
+        writer = session.config.get_terminal_writer()
+        writer.line()
+        writer.line(
+            f"tests wrote into {REPO / 'results'}: {', '.join(changed[:10])} (a test must "
+            f"write only inside its temporary folder; if a kairo command of yours ran in this "
+            f"checkout meanwhile, run the tests again)", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_addoption(parser):

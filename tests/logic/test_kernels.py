@@ -7,10 +7,8 @@ import pytest
 import torch
 
 from kairo._errors import ConfigError, KairoError
-from kairo.logic import _layers
+from kairo.logic import _kernels, _layers
 from kairo.logic import LogicConv2d, LogicDense, LogicTrainConfig, OrPooling2d, build_model
-
-_kernels = pytest.importorskip("kairo.logic._kernels", reason="numba is not installed")
 
 RTOL, ATOL = 1e-5, 1e-6
 

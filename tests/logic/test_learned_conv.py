@@ -13,11 +13,9 @@ import torch
 
 from kairo.logic import (LogicConv2d, LogicTrainConfig, build_model, load_data,
                          model_from_checkpoint)
-from kairo.logic._layers import fused_available
 from resume import assert_circuit_is_model, train_killed_and_resumed
 
-ENGINES = ["torch", pytest.param("fused", marks=pytest.mark.skipif(
-    not fused_available(), reason="numba is not installed"))]
+ENGINES = ["torch", "fused"]
 SHAPES = [  # c_in, k, receptive, depth, stride, padding, groups, (H, W)
     (3, 4, 3, 3, 1, 1, 1, (9, 8)),
     (4, 6, 3, 2, 2, 0, 2, (11, 9)),
@@ -79,7 +77,6 @@ def test_learned_conv_gradcheck():
     assert torch.autograd.gradcheck(g, args)
 
 
-@pytest.mark.skipif(not fused_available(), reason="numba is not installed")
 @pytest.mark.parametrize("mode", ["soft", "hard", "gumbel"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("c_in, k, r, depth, stride, pad, groups, hw", SHAPES)
@@ -103,7 +100,6 @@ def test_the_fused_tree_equals_torch_in_training(mode, dtype, c_in, k, r, depth,
         torch.testing.assert_close(a, b, **tol)
 
 
-@pytest.mark.skipif(not fused_available(), reason="numba is not installed")
 def test_fused_tree_gradcheck():
     from kairo.logic import _kernels
 

@@ -12,10 +12,8 @@ import torch
 from kairo._errors import ConfigError
 from kairo.logic import (LogicDense, LogicTrainConfig, load_data,
                          model_from_checkpoint, train)
-from kairo.logic._layers import candidate_sets, fused_available
+from kairo.logic._layers import candidate_sets
 from resume import assert_circuit_is_model, train_killed_and_resumed
-
-fused = pytest.mark.skipif(not fused_available(), reason="numba is not installed")
 
 
 @pytest.mark.parametrize("n_in, n_out, k", [(784, 100, 8), (40, 300, 6), (5, 7, 8), (2, 3, 2)])
@@ -47,7 +45,6 @@ def _pair(engine_a, engine_b, mode, dtype, **kw):
     return out
 
 
-@fused
 @pytest.mark.parametrize("mode", ["soft", "hard", "gumbel"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_fused_learned_wiring_equals_torch(mode, dtype):
@@ -66,7 +63,6 @@ def test_fused_learned_wiring_equals_torch(mode, dtype):
         torch.testing.assert_close(b, a, **tol, msg=name)
 
 
-@fused
 def test_fused_learned_wiring_gradcheck():
     from kairo.logic import _kernels
 
@@ -81,7 +77,7 @@ def test_fused_learned_wiring_gradcheck():
     assert torch.autograd.gradcheck(_kernels.dense_learned, args)
 
 
-@pytest.mark.parametrize("engine", ["torch", pytest.param("fused", marks=fused)])
+@pytest.mark.parametrize("engine", ["torch", "fused"])
 def test_discretized_learned_layer_is_its_circuit(engine):
     m = LogicDense(30, 12, wiring="learned", candidates=6, seed=2, engine=engine)
     with torch.no_grad():
@@ -108,7 +104,6 @@ def test_discretized_learned_layer_is_its_circuit(engine):
     assert m.wire_a.grad is None and m.weight.grad is None
 
 
-@fused
 def test_fused_discrete_learned_layer_follows_every_optimizer_step():
     """The fused discrete path caches the chosen sources' CSR: after each optimizer step that
     moves a choice it must equal the torch reference given the same weights (and the input
@@ -137,7 +132,7 @@ def test_fused_discrete_learned_layer_follows_every_optimizer_step():
     assert len(seen) > 1                                    # the wiring did move
 
 
-@pytest.mark.parametrize("engine", ["torch", pytest.param("fused", marks=fused)])
+@pytest.mark.parametrize("engine", ["torch", "fused"])
 @pytest.mark.parametrize("target", ["copy", "and_not"])
 def test_training_finds_the_wiring_of_a_gate(engine, target):
     """One gate among 16 inputs, every input a candidate of both gate inputs: gradient descent

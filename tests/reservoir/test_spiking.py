@@ -50,8 +50,6 @@ def test_input_spike_fires_the_next_step_and_refractoriness_holds():
 def test_synaptic_delay_and_the_first_spike_time_of_a_driven_neuron(engine, delay):
     # 0 → 1 with 200 synapses of 0.275 mV: g jumps by 55 mV one delay after neuron 0 spikes
     # (the kernel's peak is 0.157 g, so ≥ 45 mV of g are needed to gain the 7 mV to threshold)
-    if engine == "torch":
-        pytest.importorskip("torch")
     w = sp.csr_matrix(np.array([[0.0, 200.0], [0.0, 0.0]]))
     p = LIFParams(delay=delay)
     net = LIFNetwork(w, p, engine=engine, device="cpu")
@@ -92,7 +90,6 @@ def test_poisson_rate_and_seeds():
 
 @pytest.mark.parametrize("delay", [0.1, 1.8, 5.0])
 def test_engines_agree_on_a_random_signed_network(delay):
-    pytest.importorskip("torch")
     rng = np.random.default_rng(0)
     n = 300
     w = sp.random(n, n, density=0.05, random_state=rng,
