@@ -5,8 +5,8 @@ What is scanned on a covered page: every line outside fenced code blocks, inline
 included; inside fenced code blocks (any language) only comments, from a `#` at the start of a
 line or after a space to the end of the line, so command arguments are never numbers to
 register. A number is a run of digits, with `,` or `.` between digit groups (2,952, 98.26,
-2.13.0), not preceded by a letter, digit, `_` or `.` (so iCE40, sha256 and narma10 are names,
-not numbers).
+2.13.0) and an optional exponent (1.1e-9, 1e2), not preceded by a letter, digit, `_` or `.`
+(so iCE40, sha256 and narma10 are names, not numbers).
 
 A claim or prose entry's `text` is found in the page with any run of whitespace matching any
 run of whitespace (line breaks too, and a `#` that continues a comment on the next line). A
@@ -36,7 +36,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 REGISTRY = ROOT / "docs" / "claims.yaml"
 
-NUMBER = re.compile(r"(?<![\w.])[0-9]+(?:[.,][0-9]+)*")
+NUMBER = re.compile(r"(?<![\w.])[0-9]+(?:[.,][0-9]+)*(?:e[-+]?[0-9]+)?")
 COMMENT = re.compile(r"(?:^|(?<=\s))#.*$")
 REASONS = {
     "config": "a setting the run was given: seeds, ensembles, folds, cores, steps",
@@ -48,6 +48,7 @@ REASONS = {
     "checksum": "part of a checksum",
     "address": "a host or port",
     "command": "an argument in a command shown in prose or a comment",
+    "formula": "a constant of an equation or a definition: x(t−1), N(0, 1), τ = 17",
 }
 CLAIM_FIELDS = {"text", "file", "key", "scale", "digits", "number", "note"}
 PROSE_FIELDS = {"text", "reason", "note"}
@@ -137,7 +138,8 @@ def _cell_number(cell: str, where: str) -> float:
     m = NUMBER.search(cell or "")
     if not m:
         raise LookupError(f"{where} holds {cell!r}, not a number")
-    return float(m.group().replace(",", ""))
+    sign = -1 if cell[:m.start()].rstrip().endswith(("-", "−")) else 1
+    return sign * float(m.group().replace(",", ""))
 
 
 def _table_value(path: Path, key) -> float:
@@ -198,7 +200,8 @@ def value(claim: dict) -> float:
 
 
 def rounds_to(exact: float, printed: str, digits: int) -> bool:
-    """`printed` (commas allowed) is `exact` rounded to `digits` decimals (negative: tens, …)."""
+    """`printed` (commas allowed) is `exact` rounded to `digits` decimals (negative: tens, …;
+    an exponent counts: 2.8e-14 shows 15 decimals)."""
     shown = Decimal(printed.replace(",", ""))
     if max(-shown.as_tuple().exponent, 0) != max(digits, 0):
         return False
@@ -382,11 +385,27 @@ def test_the_check_rounds_as_printed():
     assert rounds_to(0.98257 * 100, "98.26", 2) and not rounds_to(0.98257 * 100, "98.3", 2)
     assert rounds_to(102.1, "100", -1) and not rounds_to(106, "100", -1)
     assert rounds_to(2952, "2,952", 0) and not rounds_to(2952.0, "2,952.0", 0)
+    assert rounds_to(2.842e-14, "3e-14", 14) and not rounds_to(2.842e-14, "1e-14", 14)
+    assert rounds_to(1.06e-9, "1.1e-9", 10) and not rounds_to(1.06e-9, "1.1e-9", 9)
 
 
 def test_code_is_not_scanned_but_its_comments_are():
     assert [t for _, _, t in numbers(GOOD)] == ["5", "99.5", "0", "99.5"]
     assert [t for _, _, t in numbers("iCE40, sha256, narma10, 2.13.0, x_1")] == ["2.13.0"]
+    assert [t for _, _, t in numbers("p = 1.1e-9, 1e2 steps, 3e")] == ["1.1e-9", "1e2", "3"]
+
+
+def test_a_negative_cell_is_negative_and_its_printed_minus_is_a_scale_of_minus_1():
+    assert _cell_number("-0.18", "x") == -0.18 and _cell_number("**−0.16**", "x") == -0.16
+    assert _cell_number("0.5-0.7", "x") == 0.5 and _cell_number("0.16 ± 0.06", "x") == 0.16
+    summary = "benchmarks/results/fly_spiking/summary.csv"
+    claim = {"text": "−0.18 (ipsilateral)", "file": summary, "scale": -1, "digits": 2,
+             "key": {"row": {"controller": "connectome", "wiring": "ipsilateral"},
+                     "column": "turning_index_mean"}}
+    page = "# Page\n\nIt turns away: −0.18 (ipsilateral).\n"
+    assert check_page("page.md", page, {"claims": [claim]}, None) == []
+    assert "rounds to -0.18" in check_page("page.md", page, {"claims": [
+        {**claim, "scale": 1}]}, None)[0]
 
 
 if __name__ == "__main__":
