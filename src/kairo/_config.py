@@ -21,18 +21,20 @@ import yaml
 
 from kairo._errors import ConfigError
 
-__all__ = ["option", "check_fields", "load_config_file", "build_config", "config_to_dict",
+__all__ = ["field_group", "option", "check_fields", "load_config_file", "build_config", "config_to_dict",
            "field_kind"]
 
 
 def option(default, help: str, *, choices=None, low=None, high=None, positional=False,
-           above=None, required=False, **kw):
+           above=None, required=False, group=None, **kw):
     """A config field with its help text and the values it accepts (checked by
     :func:`check_fields`). ``low``/``high`` bound numbers inclusively, ``above`` exclusively;
     for tuple fields they apply to every element. A ``required`` field must not be left
-    empty (its default is the empty value)."""
+    empty (its default is the empty value). ``group`` names the section of ``--help`` it is
+    listed in (else its field group's ``_group``, see :func:`field_group`)."""
     meta = {"help": help, "choices": tuple(choices) if choices else None, "low": low,
-            "high": high, "above": above, "positional": positional, "required": required}
+            "high": high, "above": above, "positional": positional, "required": required,
+            "group": group}
     if isinstance(default, (list, dict, set)):
         raise TypeError("option defaults must be immutable (use a tuple)")
     return field(default=default, metadata=meta, **kw)
@@ -189,3 +191,15 @@ def build_config(cls, file_values: dict | None = None, flag_values: dict | None 
 def config_to_dict(cfg) -> dict:
     d = dataclasses.asdict(cfg)
     return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
+
+
+def field_group(cls, f) -> str | None:
+    """The concern a field of config ``cls`` belongs to (the section of ``--help`` listing
+    it): the field's own ``group``, else the ``_group`` of the class in ``cls``'s MRO that
+    declares it; None when neither names one."""
+    if f.metadata.get("group"):
+        return f.metadata["group"]
+    for klass in cls.__mro__:
+        if f.name in klass.__dict__.get("__annotations__", {}):
+            return klass.__dict__.get("_group")
+    return None

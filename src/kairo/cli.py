@@ -21,7 +21,7 @@ import threading
 from kairo import __version__
 from kairo._app import commands, execute, make_config
 from kairo._command import Command
-from kairo._config import field_kind, load_config_file
+from kairo._config import field_group, field_kind, load_config_file
 from kairo._errors import KairoError
 
 __all__ = ["main", "build_parser", "execute", "make_config", "load_config_file"]
@@ -51,6 +51,8 @@ def _add_flags(p: argparse.ArgumentParser, cmd: Command) -> None:
         p.add_argument("--out", help="results folder (default: results/<command>-<time>)")
         p.add_argument("--overwrite", action=argparse.BooleanOptionalAction, default=False,
                        help="replace an existing --out folder")
+    # a config built from field groups lists each concern under its own heading
+    groups: dict = {}
     for f in dataclasses.fields(cmd.config):
         base, is_tuple = field_kind(cmd.config, f.name)
         help_ = _flag_help(f, is_tuple)
@@ -58,6 +60,9 @@ def _add_flags(p: argparse.ArgumentParser, cmd: Command) -> None:
             p.add_argument(f.name, nargs="*" if is_tuple else "?", default=argparse.SUPPRESS,
                            help=help_)
             continue
+        title = field_group(cmd.config, f)
+        where = p if title is None else groups.setdefault(
+            title, p.add_argument_group(f"{title} options"))
         kw: dict = {"dest": f.name, "default": argparse.SUPPRESS, "help": help_}
         if base is bool and not is_tuple:
             kw["action"] = argparse.BooleanOptionalAction
@@ -65,7 +70,7 @@ def _add_flags(p: argparse.ArgumentParser, cmd: Command) -> None:
             kw["type"] = base if base in (int, float) and not is_tuple else str
             if f.metadata.get("choices") and not is_tuple:
                 kw["choices"] = f.metadata["choices"]
-        p.add_argument("--" + f.name.replace("_", "-"), **kw)
+        where.add_argument("--" + f.name.replace("_", "-"), **kw)
 
 
 def build_parser() -> argparse.ArgumentParser:

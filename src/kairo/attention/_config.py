@@ -72,6 +72,8 @@ class ModelOptions:
     """The architecture fields every encoder and pooling head shares (ModelConfig without
     ``encoder`` and ``pool``, which a grid lists several of)."""
 
+    _group = "model"
+
     d_model: int = option(64, "width: Transformer token size; ResNet first-block channels "
                           "(then 2×)", low=1)
     n_heads: int = option(4, "Transformer attention heads", low=1)
@@ -119,8 +121,11 @@ class ModelOptions:
 
 
 @dataclass(frozen=True)
-class TrainOptions:
-    """The training fields (TrainConfig without ``seed``, which a grid counts from)."""
+class OptimOptions:
+    """How a model is optimized: the budget, AdamW, the schedule, early stopping, the input
+    scaling, sharpness-aware steps and the batch-norm statistics."""
+
+    _group = "training"
 
     epochs: int = option(0, "training epochs (the most, with early stopping); 0 = as many as "
                          "--steps optimizer steps take", low=0)
@@ -163,6 +168,19 @@ class TrainOptions:
                       "steps, off otherwise)", choices=SAMS)
     sam_rho: float = option(0.2, "the radius of the sharpness-aware step (--sam on or auto)",
                             above=0.0, high=10.0)
+    bn_stats: str = option("recompute", "batch-norm statistics of the trained model (ResNet, "
+                           "conv tokens): "
+                           "running (the averages left by training) or recompute (over the "
+                           "whole training split after training, one pass, no augmentation)",
+                           choices=BN_STATS)
+
+
+@dataclass(frozen=True)
+class AugmentOptions:
+    """Training-time augmentation of the batches."""
+
+    _group = "augmentation"
+
     jitter: float = option(0.0, "augmentation: sd of Gaussian noise added to each training "
                            "batch (z units); 0 = off", low=0.0, high=10.0)
     scaling: float = option(0.0, "augmentation: sd of a per-series, per-channel amplitude "
@@ -194,11 +212,15 @@ class TrainOptions:
     cutmix_alpha: float = option(1.0, "CutMix's Beta parameter: the fraction of each series "
                                  "kept is drawn from Beta(a, a) (--cutmix on or auto)",
                                  above=0.0, high=10.0)
-    bn_stats: str = option("recompute", "batch-norm statistics of the trained model (ResNet, "
-                           "conv tokens): "
-                           "running (the averages left by training) or recompute (over the "
-                           "whole training split after training, one pass, no augmentation)",
-                           choices=BN_STATS)
+
+
+@dataclass(frozen=True)
+class ExecutionOptions:
+    """Where and how a run computes; none of it changes what is learned (given the thread
+    count) but the device."""
+
+    _group = "execution"
+
     checkpoint_every: int = option(10, "epochs between checkpoints (<out>.checkpoint.pt; a "
                                    "rerun resumes)", low=1)
     threads: int = option(0, "torch CPU threads; 0 = torch's default", low=0)
@@ -206,8 +228,16 @@ class TrainOptions:
 
 
 @dataclass(frozen=True)
+class TrainOptions(ExecutionOptions, AugmentOptions, OptimOptions):
+    """The training fields (TrainConfig without ``seed``, which a grid counts from), by
+    concern: optimization, augmentation, execution."""
+
+
+@dataclass(frozen=True)
 class DataOptions:
     """Which series a command reads: a shipped set, or the user's files."""
+
+    _group = "data"
 
     dataset: str = option("GunPoint", "an aeon-shipped UCR/UEA set or MNIST1D (kairo tsc "
                           "list)")
@@ -222,6 +252,8 @@ class DataOptions:
 @dataclass(frozen=True)
 class GridOptions:
     """A grid of training runs: datasets × encoders × pooling heads × seeds."""
+
+    _group = "grid"
 
     datasets: tuple[str, ...] = option(("GunPoint", "ArrowHead", "ItalyPowerDemand"),
                                        "comma-separated dataset names (kairo tsc list)")
@@ -347,6 +379,8 @@ def _check_grid(cfg) -> None:
 class EncoderPool:
     """The encoder and the pooling head of one model."""
 
+    _group = "model"
+
     encoder: str = option("transformer", "resnet (residual 1D-CNN) or transformer",
                           choices=ENCODERS)
     pool: str = option("mean", "pooling head: mean, max, cls, attention, mha",
@@ -355,6 +389,8 @@ class EncoderPool:
 
 @dataclass(frozen=True)
 class Seed:
+    _group = "training"
+
     seed: int = option(0, "seed of the weights, the hold-out and the batch order", low=0)
 
 
@@ -434,12 +470,13 @@ class TscTrainConfig(DataOptions, Seed, TrainOptions, ModelOptions, EncoderPool)
 
     ensemble: int = option(2, "members of an ensemble: N models with seeds seed … seed+N-1, "
                            "trained in parallel (one core each), their class probabilities "
-                           "averaged; 1 = one model", low=1)
+                           "averaged; 1 = one model", low=1, group="model")
     workers: int = option(0, "--ensemble: members trained at once; 0 = one per core (each "
-                          "member on one torch thread unless --threads says otherwise)", low=0)
+                          "member on one torch thread unless --threads says otherwise)", low=0,
+                          group="execution")
     executor: str = option("auto", "--ensemble: where the members train: processes (local), "
                            "ray (a Ray cluster), serial, or auto (ray when $RAY_ADDRESS is "
-                           "set, else processes)", choices=EXECUTORS)
+                           "set, else processes)", choices=EXECUTORS, group="execution")
 
     def __post_init__(self):
         _check(self)
@@ -538,6 +575,8 @@ class BenchmarkConfig(CompareConfig):
     """``kairo tsc benchmark``: the best configuration per dataset (encoder × pooling head ×
     time-warp candidate, chosen on a validation hold-out or by k-fold cross-validation of the
     training split), refit on the whole training split, against published results."""
+
+    _group = "benchmark"
 
     datasets: tuple[str, ...] = option(UNIVARIATE, "comma-separated dataset names (kairo tsc "
                                        "list)")
