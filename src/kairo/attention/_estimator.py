@@ -100,8 +100,9 @@ class _SeriesClassifier(ClassifierMixin, BaseEstimator):
                                          f"(no NaN or inf)")
                 data = from_arrays(arrays, np.zeros(len(arrays)), pad=True, where=where)
                 return data.x, data.mask
-        x = check_array(X, allow_nd=True, dtype=np.float64, ensure_all_finite=True,
-                        input_name="X")
+        # float32 input stays float32 (the networks compute in it); anything else is converted
+        x = check_array(X, allow_nd=True, dtype=[np.float64, np.float32],
+                        ensure_all_finite=True, input_name="X")
         if x.ndim == 2:
             x = x[:, None, :]
         if x.ndim != 3:
