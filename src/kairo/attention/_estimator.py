@@ -245,16 +245,15 @@ class _SeriesClassifier(ClassifierMixin, BaseEstimator):
 
 
 def _tsdata(x, y_idx, mask, classes):
-    from kairo.attention._data import TSData, _label_str
+    """The TSData the trainer takes (from_arrays: float32, its range and finiteness checked),
+    classes named by their labels (by index where two labels print alike)."""
+    from kairo.attention._data import _label_str, from_arrays
 
     names = [_label_str(c) for c in classes.tolist()]
     if len(set(names)) != len(names):
         names = [str(i) for i in range(len(classes))]
-    with np.errstate(over="ignore"):
-        xs = x.astype(np.float32)
-    if np.isinf(xs).any() and not np.isinf(x).any():
-        raise ValueError("fit: X holds values beyond float32's range (±3.4e38)")
-    return TSData(xs, y_idx.astype(np.int64), mask, tuple(names), "X")
+    return from_arrays(x, np.asarray(names, dtype=object)[y_idx], mask, classes=names,
+                       name="X", where="fit: X")
 
 
 def _recipe_of(meta: dict) -> dict:
