@@ -29,7 +29,7 @@ __all__ = ["main", "build_parser", "execute", "make_config", "load_config_file"]
 _FAMILY_HELP = {
     "reservoir": "connectome reservoir computing",
     "fly": "the embodied fly: the connectome steers NeuroMechFly",
-    "logic": "logic-gate networks: train, export, verify, fpga, bench",
+    "logic": "logic-gate networks: train, export, verify, import, fpga, bench",
     "tsc": "attention models for time-series classification",
     "data": "the data directory: path, fetch, verify",
     "runs": "the results store: list, show, compare, export, rm",
@@ -45,6 +45,14 @@ def _flag_help(f: dataclasses.Field, is_tuple: bool) -> str:
     return f"{text} (default: {shown})"
 
 
+class _FileOnly(argparse.Action):
+    """A field that is no flag of this command: the error says where it is set."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.error(f"{option_string} is not a flag of this command; set {self.dest} in a "
+                     f"--config file")
+
+
 def _add_flags(p: argparse.ArgumentParser, cmd: Command) -> None:
     p.add_argument("--config", help="YAML or TOML file with options (flags override it)")
     if cmd.folder:
@@ -53,7 +61,12 @@ def _add_flags(p: argparse.ArgumentParser, cmd: Command) -> None:
                        help="replace an existing --out folder")
     # a config built from field groups lists each concern under its own heading
     groups: dict = {}
+    file_only = getattr(cmd.config, "_file_only", ())
     for f in dataclasses.fields(cmd.config):
+        if f.name in file_only:            # set in a --config file (the epilog lists them)
+            p.add_argument("--" + f.name.replace("_", "-"), action=_FileOnly, nargs="?",
+                           default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+            continue
         base, is_tuple = field_kind(cmd.config, f.name)
         help_ = _flag_help(f, is_tuple)
         if f.metadata.get("positional"):
@@ -95,8 +108,11 @@ def build_parser() -> argparse.ArgumentParser:
             where = families[fam]
         else:
             where = top
+        file_only = getattr(cmd.config, "_file_only", ())
+        epilog = (f"Set in a --config file only: {', '.join(file_only)}." if file_only
+                  else None)
         sp = where.add_parser(leaf, help=cmd.help, description=cmd.description or cmd.help,
-                              allow_abbrev=False)
+                              epilog=epilog, allow_abbrev=False)
         sp.set_defaults(_command=name)
         _add_flags(sp, cmd)
     return p

@@ -207,7 +207,8 @@ def test_mixup_auto_is_recorded_as_what_it_chose(tmp_path):
 
 
 def test_keras_style_resnet_from_the_cli(tmp_path):
-    """--head-norm false --weight-init glorot reach the model file, and evaluate rebuilds it;
+    """head_norm false, weight_init glorot (set in a --config file: they are no flags of tsc
+    train) reach the model file, and evaluate rebuilds it;
     with the defaults ("auto") config.yaml keeps "auto" and run.json records what it resolved
     to for the ResNet (Keras's head and initialisation), which the model was built with."""
     import yaml
@@ -223,9 +224,13 @@ def test_keras_style_resnet_from_the_cli(tmp_path):
         return meta, yaml.safe_load((out / "config.yaml").read_text())
 
     out = tmp_path / "gp"
+    keras = tmp_path / "keras.yaml"
+    keras.write_text("head_norm: 'false'\nweight_init: glorot\n")
+    with pytest.raises(SystemExit):
+        main(["tsc", "train", "--head-norm", "false"])
     assert main(["tsc", "train", "--dataset", "GunPoint", "--encoder", "resnet", "--pool",
-                 "mean", *FAST, "--epochs", "2", "--head-norm", "false", "--weight-init",
-                 "glorot", "--out", str(out)]) == 0
+                 "mean", *FAST, "--epochs", "2", "--config", str(keras), "--out",
+                 str(out)]) == 0
     meta, config = check(out)
     assert (meta["model_config"]["head_norm"], meta["model_config"]["weight_init"]) == \
         ("false", "glorot")
@@ -529,7 +534,8 @@ def test_pooling_tests_known_values():
     (["tsc", "train", "--znorm", "robust"], "invalid choice: 'robust'"),
     (["tsc", "benchmark", "--bn-stats", "precise"], "invalid choice: 'precise'"),
     (["tsc", "evaluate", "--model", "/no/such/model.pt"], "model.pt"),
-    (["tsc", "train", "--head-norm", "off"], "invalid choice: 'off'"),
+    (["tsc", "compare-pooling", "--head-norm", "off"], "invalid choice: 'off'"),
+    (["tsc", "train", "--bn-stats", "running"], "set bn_stats in a --config file"),
     (["tsc", "benchmark", "--weight-init", "keras"], "invalid choice: 'keras'"),
     (["tsc", "train", "--ensemble", "0"], "ensemble must be ≥ 1, got 0"),
     (["tsc", "train", "--ensemble", "2", "--executor", "cloud"], "invalid choice: 'cloud'"),

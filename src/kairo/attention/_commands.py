@@ -398,16 +398,26 @@ def _model_classes(meta: dict, data) -> list[str]:
     return names
 
 
+def _load(path):
+    """The fitted estimator of a model file and the file's training record (the set, its
+    classes and length)."""
+    from kairo.attention._estimator import load_estimator
+
+    est = load_estimator(path)
+    return est, est.model_.fit_meta
+
+
 def run_evaluate(cfg: EvaluateConfig, rd) -> str:
     from kairo.attention import _inference
 
-    model, meta = _inference.load_classifier(cfg.model)
+    est, meta = _load(cfg.model)
     cfg = _resolve_dataset(cfg, meta, rd)
     _dataset_warning(cfg, meta)
     data = _scored_data(cfg)
     names = _model_classes(meta, data)
     _length_warning(data, meta.get("meta", meta))
-    report = _inference.evaluate(model, data)          # matches labels to the model's by name
+    y = _inference.labels_as(data, names)              # matched to the model's by name
+    report = _inference.scores(y, est._proba(data.x, data.mask), names)
     _write_report(rd, report, names, cfg.split)
     return (f"{cfg.split} accuracy {report['accuracy']:.2%}, macro F1 {report['f1_macro']:.3f} "
             f"on {len(data)} series")
@@ -418,7 +428,6 @@ def run_predict(cfg: PredictConfig, rd=None) -> str:
     import pandas as pd
 
     from kairo._io import atomic_write_text
-    from kairo.attention import _inference
 
     out = Path(cfg.output)
     if not out.parent.is_dir():
@@ -432,7 +441,7 @@ def run_predict(cfg: PredictConfig, rd=None) -> str:
     if out.exists() and not cfg.overwrite:
         raise KairoError(f"output {out} already exists; choose another --output or pass "
                          f"--overwrite")
-    model, meta = _inference.load_classifier(cfg.model)
+    est, meta = _load(cfg.model)
     data = load_file(cfg.input, pad=cfg.pad, labelled=cfg.labelled)
     m = meta.get("meta", meta)
     notes = []
@@ -444,7 +453,8 @@ def run_predict(cfg: PredictConfig, rd=None) -> str:
     note = _length_warning(data, m, hint)
     if note:
         notes.append(note)
-    pred, proba = _inference.predict(model, data.x, data.mask)
+    proba = est._proba(data.x, data.mask)
+    pred = proba.argmax(1)
     classes = [str(c) for c in m.get("classes", range(proba.shape[1]))]
     df = pd.DataFrame(proba, columns=[f"p_{c}" for c in classes])
     df.insert(0, "predicted", [classes[i] for i in pred])

@@ -198,7 +198,7 @@ class AugmentOptions:
                         "Beta(--mixup-alpha, --mixup-alpha): on, off, or auto (on for a "
                         "Transformer on conv tokens whose training series are smooth: median "
                         f"lag-1 autocorrelation ≥ {MIXUP_AUTO_SMOOTHNESS}, as outlines are; off "
-                        "for rough or oscillating series, e.g. ACSF1)", choices=MIXUPS)
+                        "for rough or oscillating series)", choices=MIXUPS)
     mixup_alpha: float = option(0.2, "mixup's Beta parameter (--mixup on or auto)", above=0.0,
                                 high=10.0)
     cutmix: str = option("auto", "CutMix (Yun et al. 2019): in each training batch a "
@@ -207,8 +207,8 @@ class AugmentOptions:
                          "off, or auto (on for a Transformer on conv tokens whose series have "
                          f"more than {SAM_AUTO_STEPS} steps, are not smooth and are all of one "
                          "length, where neither --sam auto nor --mixup auto acts; off under "
-                         "--mixup on; measured: ACSF1 +0.012, PLAID (many lengths) -0.04; "
-                         "docs/attention.md)", choices=CUTMIXES)
+                         "--mixup on; the evidence: docs/attention.md, \"The recipe\")",
+                         choices=CUTMIXES)
     cutmix_alpha: float = option(1.0, "CutMix's Beta parameter: the fraction of each series "
                                  "kept is drawn from Beta(a, a) (--cutmix on or auto)",
                                  above=0.0, high=10.0)
@@ -466,7 +466,13 @@ class ListConfig:
 class TscTrainConfig(DataOptions, Seed, TrainOptions, ModelOptions, EncoderPool):
     """``kairo tsc train``: the data options, every ModelConfig field and every TrainConfig
     field, and how many models make up the result (``ensemble``, trained by
-    :func:`~kairo.attention.fit_ensemble`)."""
+    :func:`~kairo.attention.fit_ensemble`).
+
+    Fields only the benchmark's studies set (they compare a published protocol's choices that
+    ``auto`` already makes for each encoder) are no flags of ``tsc train``: a ``--config``
+    file or Python sets them, and ``kairo tsc benchmark`` has them as flags."""
+
+    _file_only = ("norm_position", "head_norm", "weight_init", "bn_stats")
 
     ensemble: int = option(2, "members of an ensemble: N models with seeds seed … seed+N-1, "
                            "trained in parallel (one core each), their class probabilities "

@@ -171,8 +171,6 @@ class _SeriesClassifier(ClassifierMixin, BaseEstimator):
     # ------------------------------------------------------------------ predict
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities [n_cases, n_classes], columns in ``classes_`` order."""
-        from kairo.attention._inference import predict
-
         check_is_fitted(self, "model_")
         x, mask = self._series(X, "predict")
         if x.shape[1] != self.n_channels_:
@@ -193,10 +191,20 @@ class _SeriesClassifier(ClassifierMixin, BaseEstimator):
             x = np.pad(x, ((0, 0), (0, 0), (0, pad)))
             mask = np.pad(mask, ((0, 0), (0, pad)))
         try:
-            _, proba = predict(self.model_, x, mask)
+            proba = self._proba(x, mask)
         except DataError as exc:
             raise ValueError(str(exc)) from None
         return proba.astype(np.float64)
+
+    def _proba(self, x, mask=None) -> np.ndarray:
+        """float32 probabilities of series ``x`` [n, C, T] (mask [n, T] or None) of any
+        length the model takes: the door ``kairo tsc evaluate`` and ``predict`` use, which warn
+        about a length other than the fitted one where ``predict_proba`` refuses it, as aeon
+        does. DataError names what the model cannot take."""
+        from kairo.attention._inference import predict
+
+        check_is_fitted(self, "model_")
+        return predict(self.model_, x, mask)[1]
 
     def predict(self, X) -> np.ndarray:
         """The most probable class of each series, as a label of ``y``."""

@@ -195,11 +195,19 @@ def labels_as(data: TSData, names) -> np.ndarray:
 def evaluate(model: nn.Module, data: TSData, batch: int = 256) -> dict:
     """`classification_report` of the model on ``data`` plus ``log_loss``, ``pred`` and
     ``proba``. Labels are matched to the model's classes by name when they differ in order."""
-    from kairo.attention._metrics import classification_report
-
     names = list(getattr(model, "fit_meta", {}).get("classes", data.classes))
     y = labels_as(data, names)
-    pred, proba = predict(model, data.x, data.mask, batch)
+    _, proba = predict(model, data.x, data.mask, batch)
+    return scores(y, proba, names)
+
+
+def scores(y: np.ndarray, proba: np.ndarray, names) -> dict:
+    """`classification_report` of class probabilities ``proba`` [n, K] (columns in ``names``
+    order) against class indices ``y``, plus ``log_loss``, ``pred`` and ``proba``."""
+    from kairo.attention._metrics import classification_report
+
+    names = list(names)
+    pred = proba.argmax(1).astype(np.int64)
     if proba.shape[1] != len(names):
         raise DataError(f"evaluate: the model outputs {proba.shape[1]} classes but names "
                         f"{len(names)}")
