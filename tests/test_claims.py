@@ -53,7 +53,7 @@ REASONS = {
 CLAIM_FIELDS = {"text", "file", "key", "scale", "digits", "number", "note"}
 PROSE_FIELDS = {"text", "reason", "note"}
 AGGREGATES = {"mean": statistics.fmean, "median": statistics.median, "min": min, "max": max,
-              "sum": sum}
+              "sum": sum, "sd": statistics.stdev}           # sd: the sample standard deviation
 
 
 # --- the page -------------------------------------------------------------------------------
@@ -146,7 +146,7 @@ def _table_value(path: Path, key) -> float:
     if not isinstance(key, dict) or "column" not in key or not ({"row", "where"} & set(key)):
         raise LookupError("a CSV or markdown key is {row: {column: value, …}, column: name} or "
                           "{where: {column: value, …}, column: name, agg: mean|median|min|max|"
-                          "sum}")
+                          "sum|sd}")
     rows = _rows(path)
     col, cond = key["column"], key.get("row", key.get("where")) or {}
     if rows and col not in rows[0]:
@@ -406,6 +406,15 @@ def test_a_negative_cell_is_negative_and_its_printed_minus_is_a_scale_of_minus_1
     assert check_page("page.md", page, {"claims": [claim]}, None) == []
     assert "rounds to -0.18" in check_page("page.md", page, {"claims": [
         {**claim, "scale": 1}]}, None)[0]
+
+
+def test_a_where_key_aggregates_its_rows_and_sd_is_the_sample_standard_deviation():
+    rows = "benchmarks/results/logic_learned_rewire.csv"
+    key = {"where": {"config": "h8krwshT"}, "column": "test_circuit"}
+    mean = value({"file": rows, "key": {**key, "agg": "mean"}, "scale": 100})
+    sd = value({"file": rows, "key": {**key, "agg": "sd"}, "scale": 100})
+    assert rounds_to(mean, "98.26", 2) and rounds_to(sd, "0.10", 2)
+    assert sd == pytest.approx(statistics.stdev([98.34, 98.15, 98.28]))
 
 
 if __name__ == "__main__":

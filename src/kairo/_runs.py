@@ -164,13 +164,6 @@ class ResultsDir:
                 raise FileNotFoundError(f"{p}: listed in the results but not written")
         elif isinstance(obj, (dict, list)):
             p.write_text(json.dumps(obj, indent=2, default=jsonable, allow_nan=True) + "\n")
-            if isinstance(obj, dict) and name.endswith(".json") and "/" not in name:
-                # the store's queryable metrics: metrics.json's keys as they are, any other
-                # results JSON's under its name (summary.accuracy, verify.c.mismatches)
-                from kairo.store import flatten_metrics
-
-                stem = name[:-len(".json")]
-                self.metrics.update(flatten_metrics(obj, "" if stem == "metrics" else stem))
         elif isinstance(obj, str):
             p.write_text(obj)
         elif hasattr(obj, "to_parquet") and name.endswith(".parquet"):
@@ -203,6 +196,11 @@ class ResultsDir:
         self._discard.append(Path(path))
 
     def _write_manifest(self) -> None:
+        from kairo.store import read_results
+
+        # the store's queryable metrics, read back from the files as the store and the
+        # report read a folder (kairo.store.read_results)
+        self.metrics = read_results(self.path, self.files)
         cfg = config_to_dict(self.config)
         (self.path / "config.yaml").write_text(
             f"# resolved config of `kairo {self.command}`; re-run with --config this file\n"

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from kairo._errors import ConfigError, KairoError
-from kairo.logic import _kernels, _layers
+from kairo.logic import _kernel_threads, _kernels, _layers
 from kairo.logic import LogicConv2d, LogicDense, LogicTrainConfig, OrPooling2d, build_model
 
 RTOL, ATOL = 1e-5, 1e-6
@@ -159,8 +159,8 @@ def test_results_do_not_depend_on_the_thread_count(monkeypatch):
 def test_training_threads_restores_torch_threads():
     before = torch.get_num_threads()
     with _kernels.training_threads():
-        assert torch.get_num_threads() == 1 and _kernels._n_threads() == before
-    assert torch.get_num_threads() == before and _kernels._THREADS[0] == 0
+        assert torch.get_num_threads() == 1 and _kernel_threads._n_threads() == before
+    assert torch.get_num_threads() == before and _kernel_threads._THREADS[0] == 0
 
 
 def test_dense_users_csr_and_its_cache_follow_reloaded_wiring():
@@ -198,13 +198,14 @@ def test_parallel_runs_every_part_once_and_reraises():
     seen = []
     _kernels.set_num_threads(3)
     try:
-        _kernels._parallel(lambda p, lo, hi: seen.append((p, lo, hi)), _kernels._split(10, 4))
+        _kernel_threads._parallel(lambda p, lo, hi: seen.append((p, lo, hi)),
+                                  _kernels._split(10, 4))
         assert sorted(seen) == [(0, 0, 2), (1, 2, 5), (2, 5, 8), (3, 8, 10)]
 
         def boom(p, lo, hi):
             raise RuntimeError(f"part {p}")
         with pytest.raises(RuntimeError, match="part"):
-            _kernels._parallel(boom, _kernels._split(10, 4))
+            _kernel_threads._parallel(boom, _kernels._split(10, 4))
     finally:
         _kernels.set_num_threads(0)
 

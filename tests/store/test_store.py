@@ -157,6 +157,40 @@ def test_flatten_metrics_keeps_scalars_and_names_them():
                            "m") == {"m.a": 1, "m.b.c": 2.5, "m.f": 0}
 
 
+def _results(cfg, rd):
+    _toy(cfg, rd)
+    rd.add("wide.json", {f"c{i}": i for i in range(201)})          # a table: over 200 leaves
+    rd.add("yosys.json", {"modules": {"\\top": {"cells": 9}}})    # a tool's report
+    (rd.path / "big.json").write_text(json.dumps({"pad": "x" * 100, "v": list(range(60_000))}))
+    rd.add("big.json")                                             # over 256 KB
+    (rd.path / "tool.json").write_text(json.dumps({"lut4": 5}))
+    rd.add("tool.json")                                            # written by another tool
+    return "done"
+
+
+def test_the_record_the_store_and_the_report_read_a_folder_one_way(tmp_path):
+    """What the run records, what the store finishes from a folder and what the report reads
+    from a folder are kairo.store.read_results: one rule, data files (too big, too many
+    leaves, keyed by a tool's names) left out alike."""
+    from kairo.report._gather import view_of_folder
+    from kairo.store import read_results
+
+    st = Store(tmp_path / "k.db")
+    execute(Command("toy results", ToyConfig, _results, "many files"), ToyConfig(x=2.0),
+            out=tmp_path / "a", store=st)
+    [r] = st.runs()
+    want = {"score": 4.0, "ok": 1.0, "nested.a": 1.5, "label": "fine", "extra.n": 3.0,
+            "tool.lut4": 5.0}
+    assert r.metrics == want
+    assert read_results(tmp_path / "a") == want == view_of_folder(tmp_path / "a").metrics
+    # a record left running (killed between commit and record) is finished from the folder
+    with sqlite3.connect(st.path) as con:
+        con.execute("UPDATE runs SET status = 'running' WHERE id = ?", (r.id,))
+        con.execute("DELETE FROM metrics WHERE run = ?", (r.id,))
+    assert st.finish_from_folder(tmp_path / "a") == r.id
+    assert st.get(r.id).metrics == want
+
+
 def _store_with(tmp_path, values):
     st = Store(tmp_path / "k.db")
     for i, v in enumerate(values):

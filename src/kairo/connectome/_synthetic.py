@@ -54,14 +54,6 @@ def synthetic_flywire(folder, *, n_neurons: int = 139_255, n_synapses: int = 50_
     follow the presynaptic transmitter. Returns ``{file name: path}``; each file appears only
     when complete.
     """
-    import pandas as pd
-    import pyarrow as pa
-    import pyarrow.csv as pcsv
-    import pyarrow.parquet as pq
-
-    from kairo._io import atomic_path
-    from kairo.connectome._adult import transmitter_sign
-
     unknown = set(formats) - {"codex", "shiu", "neuprint"}
     if unknown:
         raise KairoError(f"formats: unknown {sorted(unknown)}; expected codex, shiu, neuprint")
@@ -69,7 +61,23 @@ def synthetic_flywire(folder, *, n_neurons: int = 139_255, n_synapses: int = 50_
         raise KairoError(f"n_neurons must be ≥ 2 and n_synapses ≥ 1, got {n_neurons}, "
                          f"{n_synapses}")
     rng = np.random.default_rng(seed)
-    n = int(n_neurons)
+    neurons = _neurons(rng, int(n_neurons))
+    pairs = _pairs(rng, int(n_neurons), n_synapses)
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    out: dict[str, Path] = {}
+    if "codex" in formats:
+        out.update(_write_codex(folder, rng, neurons, pairs))
+    if "shiu" in formats:
+        out.update(_write_shiu(folder, neurons, pairs))
+    if "neuprint" in formats:
+        out.update(_write_neuprint(folder, neurons, pairs))
+    return out
+
+
+def _neurons(rng, n: int) -> dict[str, np.ndarray]:
+    """The neurons' root ids, super classes, classes, sides and transmitters (``ids``,
+    ``super``, ``class``, ``side``, ``nt``), drawn from ``rng``."""
     ids = 720_575_940_600_000_000 + rng.choice(60_000_000, size=n, replace=False).astype(
         np.int64)
     supers = list(SUPER_CLASSES)
@@ -81,9 +89,12 @@ def synthetic_flywire(folder, *, n_neurons: int = 139_255, n_synapses: int = 50_
     side = _choice(rng, ["left", "right", "center"], [0.49, 0.49, 0.02], n)
     nt = _choice(rng, list(TRANSMITTERS), list(TRANSMITTERS.values()), n)
     nt[sc == "sensory"] = "ACH"                    # receptor neurons are cholinergic
-    sign = transmitter_sign(nt)
+    return {"ids": ids, "super": sc, "class": cls, "side": side, "nt": nt}
 
-    # the graph: lognormal out-degrees, uniform targets, 1 + geometric(0.3) synapses a pair
+
+def _pairs(rng, n: int, n_synapses: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The graph as (pre, post, synapse count) positions, each pair once, sorted by (pre,
+    post): lognormal out-degrees, uniform targets, 1 + geometric(0.3) synapses a pair."""
     n_pairs = max(1, int(round(n_synapses / (1 / 0.3))))
     raw = rng.lognormal(0.0, 1.2, size=n)
     deg = np.clip(np.rint(raw * (n_pairs / raw.sum())), 0, n // 4).astype(np.int64)
@@ -93,79 +104,114 @@ def synthetic_flywire(folder, *, n_neurons: int = 139_255, n_synapses: int = 50_
     pre, post = key // n, key % n
     del key
     count = rng.geometric(0.3, size=pre.size).astype(np.int64)
+    return pre, post, count
 
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+
+def _write_csv(folder: Path, name: str, table, gz: bool) -> dict[str, Path]:
+    """``table`` (pyarrow) as ``folder/name``, gzip-compressed with ``gz``, written
+    atomically; ``{name: path}``."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    from kairo._io import atomic_path
+
+    with atomic_path(folder / name) as tmp:
+        if gz:
+            with pa.CompressedOutputStream(str(tmp), "gzip") as f:
+                pcsv.write_csv(table, f)
+        else:
+            pcsv.write_csv(table, str(tmp))
+    return {name: folder / name}
+
+
+def _write_codex(folder: Path, rng, neurons: dict, pairs) -> dict[str, Path]:
+    """FlyWire Codex's ``connections.csv.gz`` (a pair of ≥ 2 synapses split over two
+    neuropils 15 % of the time), ``classification.csv.gz`` and ``neurons.csv.gz``."""
+    import pandas as pd
+    import pyarrow as pa
+
+    ids, sc, cls, side, nt = (neurons[k] for k in ("ids", "super", "class", "side", "nt"))
+    pre, post, count = pairs
+    n = ids.size
     out: dict[str, Path] = {}
+    split = (count >= 2) & (rng.random(pre.size) < 0.15)
+    first = count.copy()
+    first[split] = rng.integers(1, count[split])
+    P = len(_NEUROPILS)
+    np1 = rng.integers(0, P, size=pre.size)
+    np2 = (np1[split] + 1 + rng.integers(0, P - 1, size=int(split.sum()))) % P
+    r_pre = np.concatenate([pre, pre[split]])
+    r_post = np.concatenate([post, post[split]])
+    r_count = np.concatenate([first, count[split] - first[split]])
+    r_np = np.concatenate([np1, np2]).astype(np.int32)
+    nt_codes, nt_names = pd.factorize(nt)
+    edges = pa.table({
+        "pre_root_id": ids[r_pre], "post_root_id": ids[r_post],
+        "neuropil": pa.DictionaryArray.from_arrays(r_np, _NEUROPILS).cast(pa.string()),
+        "syn_count": r_count,
+        "nt_type": pa.DictionaryArray.from_arrays(nt_codes[r_pre].astype(np.int32),
+                                                  list(nt_names)).cast(pa.string())})
+    del r_pre, r_post, r_count, r_np
+    out.update(_write_csv(folder, "connections.csv.gz", edges, True))
+    del edges
+    sub = np.where(cls == "", "", cls + "_" + rng.integers(1, 9, size=n).astype(str))
+    out.update(_write_csv(folder, "classification.csv.gz", pa.table({
+        "root_id": ids, "flow": [_FLOW.get(s, "intrinsic") for s in sc],
+        "super_class": sc.astype(str), "class": cls.astype(str),
+        "sub_class": sub.astype(str), "hemilineage": np.full(n, ""),
+        "side": side.astype(str),
+        "nerve": np.where(sc == "sensory", "AN", "")}), True))
+    score = np.round(rng.uniform(0.4, 1.0, size=n), 2)
+    avgs = {f"{t.lower()}_avg": np.where(nt == t, score, np.round(
+        (1 - score) / 5, 3)) for t in ("DA", "SER", "GABA", "GLUT", "ACH", "OCT")}
+    out.update(_write_csv(folder, "neurons.csv.gz", pa.table({
+        "root_id": ids, "group": _choice(rng, _NEUROPILS, np.ones(P), n).astype(str),
+        "nt_type": nt.astype(str), "nt_type_score": score, **avgs}), True))
+    return out
 
-    def csv(name: str, table, gz: bool):
-        with atomic_path(folder / name) as tmp:
-            if gz:
-                with pa.CompressedOutputStream(str(tmp), "gzip") as f:
-                    pcsv.write_csv(table, f)
-            else:
-                pcsv.write_csv(table, str(tmp))
-        out[name] = folder / name
 
-    if "codex" in formats:
-        # a pair of ≥ 2 synapses is split over two neuropils 15 % of the time
-        split = (count >= 2) & (rng.random(pre.size) < 0.15)
-        first = count.copy()
-        first[split] = rng.integers(1, count[split])
-        P = len(_NEUROPILS)
-        np1 = rng.integers(0, P, size=pre.size)
-        np2 = (np1[split] + 1 + rng.integers(0, P - 1, size=int(split.sum()))) % P
-        r_pre = np.concatenate([pre, pre[split]])
-        r_post = np.concatenate([post, post[split]])
-        r_count = np.concatenate([first, count[split] - first[split]])
-        r_np = np.concatenate([np1, np2]).astype(np.int32)
-        nt_codes, nt_names = pd.factorize(nt)
-        edges = pa.table({
-            "pre_root_id": ids[r_pre], "post_root_id": ids[r_post],
-            "neuropil": pa.DictionaryArray.from_arrays(r_np, _NEUROPILS).cast(pa.string()),
-            "syn_count": r_count,
-            "nt_type": pa.DictionaryArray.from_arrays(nt_codes[r_pre].astype(np.int32),
-                                                      list(nt_names)).cast(pa.string())})
-        del r_pre, r_post, r_count, r_np
-        csv("connections.csv.gz", edges, True)
-        del edges
-        sub = np.where(cls == "", "", cls + "_" + rng.integers(1, 9, size=n).astype(str))
-        csv("classification.csv.gz", pa.table({
-            "root_id": ids, "flow": [_FLOW.get(s, "intrinsic") for s in sc],
-            "super_class": sc.astype(str), "class": cls.astype(str),
-            "sub_class": sub.astype(str), "hemilineage": np.full(n, ""),
-            "side": side.astype(str),
-            "nerve": np.where(sc == "sensory", "AN", "")}), True)
-        score = np.round(rng.uniform(0.4, 1.0, size=n), 2)
-        avgs = {f"{t.lower()}_avg": np.where(nt == t, score, np.round(
-            (1 - score) / 5, 3)) for t in ("DA", "SER", "GABA", "GLUT", "ACH", "OCT")}
-        csv("neurons.csv.gz", pa.table({
-            "root_id": ids, "group": _choice(rng, _NEUROPILS, np.ones(P), n).astype(str),
-            "nt_type": nt.astype(str), "nt_type_score": score, **avgs}), True)
-    if "shiu" in formats:
-        # Shiu's neuron list is in root-id order; his index is the position in that list
-        order = np.argsort(ids)
-        index_of = np.empty(n, np.int64)
-        index_of[order] = np.arange(n)
-        s_pre, s_post = index_of[pre], index_of[post]
-        exc = sign[pre]
-        table = pa.table({"Presynaptic_ID": ids[pre], "Postsynaptic_ID": ids[post],
-                          "Presynaptic_Index": s_pre, "Postsynaptic_Index": s_post,
-                          "Connectivity": count, "Excitatory": exc,
-                          "Excitatory x Connectivity": exc * count})
-        with atomic_path(folder / "Connectivity_783.parquet") as tmp:
-            pq.write_table(table, str(tmp))
-        out["Connectivity_783.parquet"] = folder / "Connectivity_783.parquet"
-        del table
-        with atomic_path(folder / "Completeness_783.csv") as tmp:
-            pd.DataFrame({"Completed": np.ones(n, bool)},
-                         index=pd.Index(ids[order], name="")).to_csv(tmp)
-        out["Completeness_783.csv"] = folder / "Completeness_783.csv"
-    if "neuprint" in formats:
-        inst = [f"{t}_{s[0].upper()}" if s != "center" else str(t)
-                for t, s in zip(np.where(cls == "", sc, cls), side)]
-        csv("traced-neurons.csv", pa.table({"bodyId": ids, "type": cls.astype(str),
-                                            "instance": inst}), False)
-        csv("traced-total-connections.csv", pa.table({
-            "bodyId_pre": ids[pre], "bodyId_post": ids[post], "weight": count}), False)
+def _write_shiu(folder: Path, neurons: dict, pairs) -> dict[str, Path]:
+    """Shiu et al.'s ``Connectivity_783.parquet`` and ``Completeness_783.csv``: his neuron
+    list is in root-id order, his index the position in that list."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from kairo._io import atomic_path
+    from kairo.connectome._adult import transmitter_sign
+
+    ids = neurons["ids"]
+    pre, post, count = pairs
+    n = ids.size
+    order = np.argsort(ids)
+    index_of = np.empty(n, np.int64)
+    index_of[order] = np.arange(n)
+    s_pre, s_post = index_of[pre], index_of[post]
+    exc = transmitter_sign(neurons["nt"])[pre]
+    table = pa.table({"Presynaptic_ID": ids[pre], "Postsynaptic_ID": ids[post],
+                      "Presynaptic_Index": s_pre, "Postsynaptic_Index": s_post,
+                      "Connectivity": count, "Excitatory": exc,
+                      "Excitatory x Connectivity": exc * count})
+    with atomic_path(folder / "Connectivity_783.parquet") as tmp:
+        pq.write_table(table, str(tmp))
+    del table
+    with atomic_path(folder / "Completeness_783.csv") as tmp:
+        pd.DataFrame({"Completed": np.ones(n, bool)},
+                     index=pd.Index(ids[order], name="")).to_csv(tmp)
+    return {name: folder / name for name in ("Connectivity_783.parquet",
+                                             "Completeness_783.csv")}
+
+
+def _write_neuprint(folder: Path, neurons: dict, pairs) -> dict[str, Path]:
+    """neuPrint's ``traced-neurons.csv`` and ``traced-total-connections.csv``."""
+    import pyarrow as pa
+
+    ids, sc, cls, side = (neurons[k] for k in ("ids", "super", "class", "side"))
+    pre, post, count = pairs
+    inst = [f"{t}_{s[0].upper()}" if s != "center" else str(t)
+            for t, s in zip(np.where(cls == "", sc, cls), side)]
+    out = _write_csv(folder, "traced-neurons.csv", pa.table({
+        "bodyId": ids, "type": cls.astype(str), "instance": inst}), False)
+    out.update(_write_csv(folder, "traced-total-connections.csv", pa.table({
+        "bodyId_pre": ids[pre], "bodyId_post": ids[post], "weight": count}), False))
     return out

@@ -195,6 +195,40 @@ def synthesize(circuit: Circuit, target: str = "ice40-up5k", *, workdir, pipelin
     tools = tools or find_tools(tgt.family)
     yosys, nextpnr = tools["yosys"], tools["nextpnr"]
 
+    _write_design(wd, c, shape, w, k, pv, lat, core_stats)
+    live = c.n_live_gates()
+    rep: dict = {
+        "target": asdict(tgt),
+        "circuit": {"n_inputs": c.n_inputs, "n_gates": c.n_gates, "live_gates": live,
+                    "n_outputs": c.n_outputs, "n_classes": c.n_classes, "depth": c.depth()},
+        "design": {"top": TOP, "core": CORE, "pipeline": k, "pipeline_votes": pv, **shape,
+                   "latency_cycles": lat + 1, "freq_target_mhz": float(freq_mhz),
+                   "seed": int(seed)},
+        "tools": {"yosys": " ".join(yosys), "nextpnr": " ".join(nextpnr),
+                  "yosys_version": _version(yosys, "-V", min(timeout, 600), workdir),
+                  "nextpnr_version": _version(nextpnr, "--version", min(timeout, 600),
+                                              workdir)},
+    }
+    log.info("yosys: synthesizing %d gates for %s …", live, tgt.name)
+    total = _run_yosys(yosys, wd, timeout, core_stats, rep)
+    # a logic cell holds one LUT4, one flip-flop and one carry: more of any cannot fit
+    need = max(total["lut4"], total["dff"], total["carry"])
+    if need > tgt.logic_cells:
+        rep["fits"] = False
+        rep["fit_reason"] = (f"Yosys mapped {total['lut4']} LUT4, {total['dff']} flip-flops "
+                             f"and {total['carry']} carries; {tgt.name} has "
+                             f"{tgt.logic_cells} logic cells (nextpnr not run)")
+        rep["place_and_route"] = {"ran": False}
+        return rep
+    log.info("nextpnr: placing and routing on %s (%s) …", tgt.name, tgt.package)
+    _place_and_route(nextpnr, tgt, wd, freq_mhz, seed, timeout, shape, rep)
+    return rep
+
+
+def _write_design(wd: Path, c: Circuit, shape: dict, w: int, k: int, pv: int, lat: int,
+                  core_stats: bool) -> None:
+    """The Verilog (``core.v``, ``top.v``, with ``core_stats`` ``core_only.v``) and the
+    Yosys script ``synth.ys`` that synthesizes it, in ``wd``."""
     (wd / "core.v").write_text(verilog_source(c, module=CORE, pipeline=k, pipeline_votes=pv))
     (wd / "top.v").write_text(wrapper_source(c, io_bits=w, pipeline=k, pipeline_votes=pv))
     script = ["read_verilog core.v"]
@@ -213,20 +247,12 @@ def synthesize(circuit: Circuit, target: str = "ice40-up5k", *, workdir, pipelin
                "tee -q -o stat.txt stat", "tee -q -o stat.json stat -json"]
     (wd / "synth.ys").write_text("\n".join(script) + "\n")
 
-    live = c.n_live_gates()
-    rep: dict = {
-        "target": asdict(tgt),
-        "circuit": {"n_inputs": c.n_inputs, "n_gates": c.n_gates, "live_gates": live,
-                    "n_outputs": c.n_outputs, "n_classes": c.n_classes, "depth": c.depth()},
-        "design": {"top": TOP, "core": CORE, "pipeline": k, "pipeline_votes": pv, **shape,
-                   "latency_cycles": lat + 1, "freq_target_mhz": float(freq_mhz),
-                   "seed": int(seed)},
-        "tools": {"yosys": " ".join(yosys), "nextpnr": " ".join(nextpnr),
-                  "yosys_version": _version(yosys, "-V", min(timeout, 600), workdir),
-                  "nextpnr_version": _version(nextpnr, "--version", min(timeout, 600),
-                                              workdir)},
-    }
-    log.info("yosys: synthesizing %d gates for %s …", live, tgt.name)
+
+def _run_yosys(yosys: list[str], wd: Path, timeout: float, core_stats: bool,
+               rep: dict) -> dict:
+    """Run ``synth.ys``; the whole design's cell summary, also put in ``rep["synthesis"]``
+    (with ``core_stats`` the core's and the wrapper's in ``rep["core"]``,
+    ``rep["wrapper"]``)."""
     t0 = time.perf_counter()
     r = run_tool([*yosys, "-q", "-l", "yosys.log", "-s", "synth.ys"], wd, timeout, "yosys")
     t_syn = time.perf_counter() - t0
@@ -240,17 +266,13 @@ def synthesize(circuit: Circuit, target: str = "ice40-up5k", *, workdir, pipelin
         core = _summary(_cells_from_stat(wd / "core_stat.json"))
         rep["core"] = core
         rep["wrapper"] = {key: total[key] - core[key] for key in ("lut4", "carry", "dff")}
-    # a logic cell holds one LUT4, one flip-flop and one carry: more of any cannot fit
-    need = max(total["lut4"], total["dff"], total["carry"])
-    if need > tgt.logic_cells:
-        rep["fits"] = False
-        rep["fit_reason"] = (f"Yosys mapped {total['lut4']} LUT4, {total['dff']} flip-flops "
-                             f"and {total['carry']} carries; {tgt.name} has "
-                             f"{tgt.logic_cells} logic cells (nextpnr not run)")
-        rep["place_and_route"] = {"ran": False}
-        return rep
+    return total
 
-    log.info("nextpnr: placing and routing on %s (%s) …", tgt.name, tgt.package)
+
+def _place_and_route(nextpnr: list[str], tgt: FpgaTarget, wd: Path, freq_mhz: float,
+                     seed: int, timeout: float, shape: dict, rep: dict) -> None:
+    """Run nextpnr on ``netlist.json`` and put its figures and the verdict (``fits``,
+    ``fit_reason``, fmax) into ``rep``."""
     cmd = [*nextpnr, f"--{tgt.device}", "--package", tgt.package, "--json", "netlist.json",
            "--freq", f"{freq_mhz:g}", "--seed", str(int(seed)), "--report", "report.json",
            "--pcf-allow-unconstrained", "--timing-allow-fail", "--log", "nextpnr.log",
@@ -270,14 +292,14 @@ def synthesize(circuit: Circuit, target: str = "ice40-up5k", *, workdir, pipelin
         rep["fit_reason"] = (f"nextpnr did not finish within {timeout:g} s (placed "
                              f"{pnr.get('lc_used', '?')} of {tgt.logic_cells} logic cells; "
                              f"routing unfinished); raise --timeout to know")
-        return rep
+        return
     if r.returncode != 0:
         over = pnr.get("lc_used", 0) > pnr.get("lc_available", tgt.logic_cells)
         if over or re.search(r"Unable to place|too many|does not fit", r.stderr + logtext):
             rep["fits"] = False
             rep["fit_reason"] = (f"nextpnr could not place the design: "
                                  f"{pnr.get('lc_used', '?')} of {tgt.logic_cells} logic cells")
-            return rep
+            return
         raise KairoError(f"nextpnr failed (exit {r.returncode}):\n"
                          f"{stderr_head(r.stderr + r.stdout or logtext[-3000:])}")
     rep["fits"] = True
@@ -290,7 +312,6 @@ def synthesize(circuit: Circuit, target: str = "ice40-up5k", *, workdir, pipelin
         rep["fmax_mhz"] = pnr["fmax_mhz"]
         # one image per load_cycles clocks when loads and starts overlap
         rep["images_per_s_at_fmax"] = pnr["fmax_mhz"] * 1e6 / shape["load_cycles"]
-    return rep
 
 
 def report_text(rep: dict) -> str:

@@ -37,6 +37,18 @@ def _unary(f0: int, f1: int, lit: int) -> int:
 
 
 def _pass(c: Circuit) -> Circuit:
+    """One pass: fold and hash the gates, place the outputs' polarities, drop dead gates."""
+    k = int(c.n_inputs)
+    out_lits, gates = _fold(c)
+    flip = _complement_negated_outputs(gates, out_lits, k)
+    outs = _output_nodes(gates, out_lits, flip, k)
+    return _without_dead_gates(c, gates, outs)
+
+
+def _fold(c: Circuit) -> tuple[list[int], tuple[list[int], list[int], list[int]]]:
+    """The forward pass in topological order: every old node as a literal of the new circuit
+    (constant propagation, pass-through and NOT folding, structural hashing at once).
+    Returns the outputs' literals and the new gates (canonical truth table, inputs u < v)."""
     k = int(c.n_inputs)
     ops, aa, bb = c.ops.tolist(), c.a.tolist(), c.b.tolist()
     sig = [2 * i for i in range(k)] + [0] * len(ops)     # old node -> literal
@@ -86,12 +98,14 @@ def _pass(c: Circuit) -> Circuit:
                     r = 2 * n + neg
         sig[k + i] = r
 
-    out_lits = [sig[o] for o in c.outputs.tolist()]
+    return [sig[o] for o in c.outputs.tolist()], (g_t, g_u, g_v)
 
-    # Outputs are node ids, so a negated literal there needs a real gate. A gate wanted by
-    # the outputs only negated is emitted complemented (its consumers see the flip); one
-    # wanted in both polarities gets a complemented twin. Either way no gate is added that
-    # the old circuit did not already pay for.
+
+def _complement_negated_outputs(gates, out_lits: list[int], k: int) -> list[bool]:
+    """Outputs are node ids, so a negated literal there needs a real gate. A gate wanted by
+    the outputs only negated is emitted complemented (its consumers see the flip, its truth
+    table in ``gates`` is rewritten in place); which gates were, by new gate."""
+    g_t, g_u, g_v = gates
     n_fwd = len(g_t)
     want = [0] * n_fwd                       # bit 0: outputs want it plain, bit 1: negated
     for lit in out_lits:
@@ -107,7 +121,15 @@ def _pass(c: Circuit) -> Circuit:
         if flip[j]:
             t ^= 15
         g_t[j] = t
+    return flip
 
+
+def _output_nodes(gates, out_lits: list[int], flip: list[bool], k: int) -> list[int]:
+    """The node driving each output. A literal no node drives as is gets one gate, appended
+    to ``gates``: a constant, a NOT of an input, or the complemented twin of a gate wanted in
+    both polarities. Either way no gate is added that the old circuit did not already pay
+    for."""
+    g_t, g_u, g_v = gates
     extra: dict[int, int] = {}               # literal -> gate that drives it at an output
     outs = []
     for lit in out_lits:
@@ -136,8 +158,14 @@ def _pass(c: Circuit) -> Circuit:
                 g_u.append(g_u[j])
                 g_v.append(g_v[j])
         outs.append(n)
+    return outs
 
-    # Dead-gate elimination: one backward sweep marks what the outputs read.
+
+def _without_dead_gates(c: Circuit, gates, outs: list[int]) -> Circuit:
+    """The new circuit of ``gates`` with outputs ``outs``, without the gates no output reads
+    (one backward sweep marks what the outputs read), renumbered."""
+    g_t, g_u, g_v = gates
+    k = int(c.n_inputs)
     n_new = len(g_t)
     live = [False] * (k + n_new)
     for o in outs:

@@ -331,46 +331,15 @@ def train(cfg: LogicTrainConfig, *, checkpoint=None, data=None,
                    enabled=progress_bar)
     with fused_threads(model):
         for it in bar:
-            idx = torch.randint(0, len(ytr), (cfg.batch,), generator=gen).numpy()
-            xb = xtr[idx]
-            if cfg.shift:
-                # seeded by (seed, iteration): a resumed run draws the same shifts
-                xb = random_shift(xb, cfg.shift,
-                                  np.random.default_rng(np.random.SeedSequence([cfg.seed, it])))
-            xb, yb = torch.from_numpy(xb), torch.from_numpy(ytr[idx])
-            for group in opt.param_groups:
-                group["lr"] = lr_at(cfg, it)
-            gates = {"temperature": gate_temperature_at(cfg, it),
-                     "fixed": fixed_layers(cfg, it)}
-            loss = loss_fn(model(xb, **gates), yb)
-            if cfg.max_gates and budget_w > 0:
-                loss = loss + budget_w * expected_gates(model, **gates) / n_raw
-            if loss.requires_grad:              # not when every gate layer is fixed
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step()
+            loss, gates = _train_step(model, opt, loss_fn, cfg, xtr, ytr, gen, it, budget_w,
+                                      n_raw)
             done = it + 1
             if rewire_at(cfg, done):
                 rewire(model, opt, cfg.rewire_fraction,
                        np.random.default_rng(np.random.SeedSequence([cfg.seed, done, 1])))
             if done % cfg.eval_every == 0 or done == cfg.iters:
-                xv, yv = data["val"]
-                history.append({"iter": done, "loss": loss.item(),
-                                "val_relaxed": accuracy(model, xv, yv, discrete=False, **gates),
-                                "val_discrete": accuracy(model, xv, yv, discrete=True)})
-                within = True
-                if cfg.max_gates:
-                    n = circuit_gates(model)
-                    within = n <= cfg.max_gates
-                    history[-1].update(gates=n, budget_weight=budget_w)
-                    # a controller on the penalty: up while over budget, down while under
-                    budget_w = max(2 * budget_w, 0.05) if not within else budget_w / 2
-                if select and within and (
-                        best is None or not cfg.keep_best or
-                        history[-1]["val_discrete"] > best["val_discrete"]):
-                    best = {"iter": done, "val_discrete": history[-1]["val_discrete"],
-                            "model": {k: v.detach().clone()
-                                      for k, v in model.state_dict().items()}}
+                budget_w, best = _evaluate(model, cfg, data["val"], loss, gates, done,
+                                           history, budget_w, best, select)
             keep = best if select else None
             if ckpt is not None and (done % cfg.checkpoint_every == 0 or done == cfg.iters):
                 _save(ckpt, model, opt, cfg, done, history, gen.get_state(), keep, branch,
@@ -379,22 +348,80 @@ def train(cfg: LogicTrainConfig, *, checkpoint=None, data=None,
                 _save(snapshot_path(ckpt, done), model, opt, cfg, done, history,
                       gen.get_state(), keep, branch, budget_w)
     secs = time.perf_counter() - t0
-    kept = None
+    kept = _restore_kept(model, cfg, history, best, select)
+    model.eval()
+    return {"model": model, "history": history, "resumed_from": st["resumed"],
+            "seconds": secs,
+            "iters_per_s": (cfg.iters - start) / secs if secs > 0 else float("nan"),
+            "kept_iter": kept, "branch": branch}
+
+
+def _train_step(model, opt, loss_fn, cfg: LogicTrainConfig, xtr, ytr, gen, it: int,
+                budget_w: float, n_raw: float):
+    """Iteration ``it``: one optimizer step on a batch drawn with ``gen`` (shifted when
+    ``cfg.shift``), the gate budget's penalty added with weight ``budget_w``. Returns the
+    batch's loss and the gate settings (temperature, fixed layers) it ran with."""
+    idx = torch.randint(0, len(ytr), (cfg.batch,), generator=gen).numpy()
+    xb = xtr[idx]
+    if cfg.shift:
+        # seeded by (seed, iteration): a resumed run draws the same shifts
+        xb = random_shift(xb, cfg.shift,
+                          np.random.default_rng(np.random.SeedSequence([cfg.seed, it])))
+    xb, yb = torch.from_numpy(xb), torch.from_numpy(ytr[idx])
+    for group in opt.param_groups:
+        group["lr"] = lr_at(cfg, it)
+    gates = {"temperature": gate_temperature_at(cfg, it), "fixed": fixed_layers(cfg, it)}
+    loss = loss_fn(model(xb, **gates), yb)
+    if cfg.max_gates and budget_w > 0:
+        loss = loss + budget_w * expected_gates(model, **gates) / n_raw
+    if loss.requires_grad:              # not when every gate layer is fixed
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return loss, gates
+
+
+def _evaluate(model, cfg: LogicTrainConfig, val, loss, gates: dict, done: int,
+              history: list, budget_w: float, best: dict | None, select: bool):
+    """Append the evaluation after iteration ``done`` to ``history`` (loss, relaxed and
+    discrete validation accuracy; with a gate budget the circuit's gates). Returns the gate
+    budget's new penalty weight and the weights to keep (``best``, replaced by these when
+    they are within budget and, with ``keep_best``, better)."""
+    xv, yv = val
+    history.append({"iter": done, "loss": loss.item(),
+                    "val_relaxed": accuracy(model, xv, yv, discrete=False, **gates),
+                    "val_discrete": accuracy(model, xv, yv, discrete=True)})
+    within = True
+    if cfg.max_gates:
+        n = circuit_gates(model)
+        within = n <= cfg.max_gates
+        history[-1].update(gates=n, budget_weight=budget_w)
+        # a controller on the penalty: up while over budget, down while under
+        budget_w = max(2 * budget_w, 0.05) if not within else budget_w / 2
+    if select and within and (
+            best is None or not cfg.keep_best or
+            history[-1]["val_discrete"] > best["val_discrete"]):
+        best = {"iter": done, "val_discrete": history[-1]["val_discrete"],
+                "model": {k: v.detach().clone() for k, v in model.state_dict().items()}}
+    return budget_w, best
+
+
+def _restore_kept(model, cfg: LogicTrainConfig, history: list, best: dict | None,
+                  select: bool) -> int | None:
+    """At the end of training: load the kept weights (``best``) when the run selects them;
+    their iteration, or None. With a gate budget and no evaluation within it, an error."""
     if cfg.max_gates and best is None:
         smallest = min(history, key=lambda h: h["gates"])
         raise KairoError(f"max_gates: no evaluation was within the budget of {cfg.max_gates} "
                          f"gates (the smallest circuit had {smallest['gates']}, at iteration "
                          f"{smallest['iter']}); train longer, evaluate more often or start "
                          f"from a smaller network")
-    if select and best is not None:
-        model.load_state_dict(best["model"])
-        kept = int(best["iter"])
-        log.info("kept the weights of iteration %d (discrete validation %.2f%%, %s of %d "
-                 "evaluations)", kept, 100 * best["val_discrete"],
-                 "the best" + (" within budget" if cfg.max_gates else "") if cfg.keep_best
-                 else "the last within budget", len(history))
-    model.eval()
-    return {"model": model, "history": history, "resumed_from": st["resumed"],
-            "seconds": secs,
-            "iters_per_s": (cfg.iters - start) / secs if secs > 0 else float("nan"),
-            "kept_iter": kept, "branch": branch}
+    if not (select and best is not None):
+        return None
+    model.load_state_dict(best["model"])
+    kept = int(best["iter"])
+    log.info("kept the weights of iteration %d (discrete validation %.2f%%, %s of %d "
+             "evaluations)", kept, 100 * best["val_discrete"],
+             "the best" + (" within budget" if cfg.max_gates else "") if cfg.keep_best
+             else "the last within budget", len(history))
+    return kept

@@ -12,15 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kairo._errors import KairoError
+from kairo.store import read_results
 
-__all__ = ["RunView", "select_runs", "demo_runs", "view_of_record", "view_of_folder",
-           "folder_metrics"]
+__all__ = ["RunView", "select_runs", "demo_runs", "view_of_record", "view_of_folder"]
 
-# a results JSON bigger than this, or with more leaves, is data (a netlist, a tool's report),
-# not metrics: the store's rule (MAX_METRICS) with a bound that keeps reading cheap
-_MAX_JSON_BYTES = 256_000
-_MAX_LEAVES = 200
-_PLAIN = re.compile(r"[A-Za-z_][\w.\-]*")
 
 
 @dataclass
@@ -75,31 +70,6 @@ def view_of_record(rec) -> RunView:
                    point=rec.point)
 
 
-def folder_metrics(folder: Path, files) -> dict:
-    """The metrics of a results folder as the store flattens them: metrics.json's keys as
-    they are, any other top-level results JSON's under its name (``verify.accuracy``)."""
-    from kairo.store import flatten_metrics
-
-    out: dict = {}
-    names = [f for f in files if f.endswith(".json") and "/" not in f and f != "run.json"]
-    for name in sorted(names, key=lambda n: n != "metrics.json"):     # metrics.json first
-        p = folder / name
-        try:
-            if p.stat().st_size > _MAX_JSON_BYTES:
-                continue
-            obj = json.loads(p.read_text())
-        except (OSError, ValueError):
-            continue
-        if not isinstance(obj, dict):
-            continue
-        flat = flatten_metrics(obj, "" if name == "metrics.json" else name[:-len(".json")])
-        # a tool's own report (Yosys, nextpnr) keys its entries by design names such as
-        # "\\top" or "clk$glb": that is data kairo did not write as metrics
-        if len(flat) <= _MAX_LEAVES and all(_PLAIN.fullmatch(k) for k in flat):
-            out.update(flat)
-    return out
-
-
 def _read_run_json(folder: Path) -> dict:
     try:
         run = json.loads((folder / "run.json").read_text())
@@ -130,7 +100,7 @@ def view_of_folder(folder, key: str | None = None, parent: str | None = None) ->
     files = [f for f in run.get("files", []) if (folder / f).is_file()]
     seed = run.get("seed")
     return RunView(key=_slug(key or folder.name), command=run["command"][len("kairo "):],
-                   config=run.get("config") or {}, metrics=folder_metrics(folder, files),
+                   config=run.get("config") or {}, metrics=read_results(folder, files),
                    folder=folder, out=str(folder), files=files,
                    seed=seed if isinstance(seed, int) else None,
                    started=run.get("started", ""), duration=_seconds(run), parent=parent)

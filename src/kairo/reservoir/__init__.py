@@ -21,8 +21,9 @@ _LAZY = {
         "compare_experiment",
         "sweep_experiment", "propagate_experiment", "connectome_inputs")},
     "null_stats": "kairo._stats",
-    **{name: "kairo.reservoir._spiking" for name in (
-        "LIFNetwork", "LIFSession", "SpikeTrains", "SpikingReservoir", "brian2_run")},
+    **{name: "kairo.reservoir._spiking" for name in ("LIFNetwork", "SpikeTrains")},
+    **{name: "kairo.reservoir._spiking_online" for name in ("LIFSession", "SpikingReservoir")},
+    "brian2_run": "kairo.reservoir._spiking_brian2",
     "screen_experiment": "kairo.reservoir._experiments",
     "shiu_spike_table": "kairo.reservoir._experiments",
 }

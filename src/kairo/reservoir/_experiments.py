@@ -110,7 +110,8 @@ def build_spiking_reservoir(raw: Connectome, cfg: ReservoirSettings, n_inputs: i
     task input. ``strength_of``: rescale the weights so their mean magnitude equals that
     connectome's (the Gaussian null's N(0, 1) weights would otherwise be far weaker than
     synapse counts)."""
-    from kairo.reservoir._spiking import LIFNetwork, SpikingReservoir
+    from kairo.reservoir._spiking import LIFNetwork
+    from kairo.reservoir._spiking_online import SpikingReservoir
 
     c = prepare(raw, norm="none", signs=signs or cfg.signs,
                 inhibitory_fraction=cfg.inhibitory_fraction,
@@ -130,7 +131,7 @@ def build_spiking_reservoir(raw: Connectome, cfg: ReservoirSettings, n_inputs: i
 
 def _resolved(res) -> dict:
     """What the config's "auto" engine and device became (for run.json)."""
-    from kairo.reservoir._spiking import SpikingReservoir
+    from kairo.reservoir._spiking_online import SpikingReservoir
 
     if isinstance(res, SpikingReservoir):
         return {"engine": "numba (LIF)"}

@@ -128,6 +128,12 @@ def _first_target_at_least(a, lo, hi, x, n):
     return _first_at_least(a, p, q, x)
 
 
+# Long on purpose (a numba kernel of about 150 lines): the engine's hot loop. Its two phases,
+# placing the window's events by target block and then running each block through the
+# window's steps, share the part's bounds and a dozen scratch arrays, which separate kernels
+# would each take as some thirty arguments; and the block loop's integration, threshold,
+# input and reset are tuned together (loops that vectorize, a block's state kept in cache)
+# and timed as one (benchmarks/lif_adult.py).
 @njit(cache=True, nogil=True)
 def _part(b0, b1, shift, s1, w, k0, v, g, until, hist, ref, indptr, indices, wdata, src,
           src_ptr, ev_ptr, ev_idx, v_rest, v_th, v_reset, a_m, a_s, c, w_in, cnt, acc, first,

@@ -4,8 +4,8 @@ queried with ``kairo runs …``."""
 from kairo.store._config import RunFilters
 from kairo.store._store import (SCHEMA_VERSION, STATUSES, RunRecord, Store, StoreError,
                                 default_store_path, flatten_metrics, open_store, parse_since,
-                                parse_where, require_store)
+                                parse_where, read_results, require_store)
 
 __all__ = ["RunFilters", "Store", "RunRecord", "StoreError", "SCHEMA_VERSION", "STATUSES",
            "default_store_path", "open_store", "require_store", "flatten_metrics",
-           "parse_where", "parse_since"]
+           "read_results", "parse_where", "parse_since"]

@@ -25,7 +25,7 @@ from pathlib import Path
 from kairo._errors import ConfigError, KairoError
 
 __all__ = ["Store", "RunRecord", "StoreError", "SCHEMA_VERSION", "default_store_path",
-           "open_store", "require_store", "flatten_metrics", "parse_where", "parse_since", "STATUSES"]
+           "open_store", "require_store", "flatten_metrics", "read_results", "parse_where", "parse_since", "STATUSES"]
 
 SCHEMA_VERSION = 1
 _KIND = "kairo-store"
@@ -357,17 +357,7 @@ class Store:
         if not rows or rows[0][0] == "done":
             return run_id if rows else None
         files = [f for f in run.get("files", []) if isinstance(f, str)]
-        metrics: dict = {}
-        for name in files:
-            if not name.endswith(".json") or "/" in name:
-                continue
-            try:
-                obj = json.loads((folder / name).read_text())
-            except (OSError, ValueError):
-                continue
-            if isinstance(obj, dict):
-                stem = name[:-len(".json")]
-                metrics.update(flatten_metrics(obj, "" if stem == "metrics" else stem))
+        metrics = read_results(folder, files)
         try:
             duration = (_dt.datetime.fromisoformat(run["finished"])
                         - _dt.datetime.fromisoformat(run["started"])).total_seconds()
@@ -509,6 +499,41 @@ def _dumps(o) -> str:
 
 
 # ---------------------------------------------------------------------- metrics
+# a results JSON bigger than this, with more leaves, or keyed by names that are not
+# identifiers (a tool's report: "\\top", "clk$glb") is data (a netlist, a table), not metrics
+MAX_RESULTS_BYTES = 256_000
+MAX_LEAVES = 200
+_PLAIN = re.compile(r"[A-Za-z_][\w.\-]*")
+
+
+def read_results(folder, files=None) -> dict:
+    """The metrics of a results folder, the one rule the run's record, the store and the
+    report share: the scalar leaves (:func:`flatten_metrics`) of each top-level results JSON
+    among ``files`` (default: every ``*.json`` in the folder) other than run.json,
+    metrics.json's keys as they are and any other file's under its name
+    (``verify.accuracy``); a file that is not a JSON object, cannot be read, or is data by
+    the bounds above is left out."""
+    folder = Path(folder)
+    if files is None:
+        files = sorted(p.name for p in folder.glob("*.json"))
+    names = [f for f in files if f.endswith(".json") and "/" not in f and f != "run.json"]
+    out: dict = {}
+    for name in sorted(names, key=lambda n: n != "metrics.json"):     # metrics.json first
+        p = folder / name
+        try:
+            if p.stat().st_size > MAX_RESULTS_BYTES:
+                continue
+            obj = json.loads(p.read_text())
+        except (OSError, ValueError):
+            continue
+        if not isinstance(obj, dict):
+            continue
+        flat = flatten_metrics(obj, "" if name == "metrics.json" else name[:-len(".json")])
+        if len(flat) <= MAX_LEAVES and all(_PLAIN.fullmatch(k) for k in flat):
+            out.update(flat)
+    return out
+
+
 def flatten_metrics(obj, prefix: str = "") -> dict:
     """The scalar leaves of a results JSON as ``{"a.b.c": value}``: numbers (booleans as
     0/1) and short strings; lists are tables, not metrics, and are left out."""

@@ -179,57 +179,8 @@ def _c_header(circuit: Circuit, width: int, live_gates: int, extra: str) -> str:
 """
 
 
-def c_source(circuit: Circuit, *, width="auto", chunk: int | None = None) -> str:
-    """Bit-parallel C source for ``compile_c`` (GCC vector extensions for width 256/512).
-
-    ``width``: ``"auto"`` (:func:`native_width`), 64, 256 or 512 bits per node word. See
-    :mod:`kairo.logic.backends` for the buffer layout and the exported functions.
-    ``chunk``: gates per generated function (default ``CHUNK``; see :func:`_c_core`).
-    """
-    c = check_circuit(circuit)
-    width = resolve_width(width)
-    chunk = _check_chunk(chunk)
-    lanes = width // 64
-    core, n_slots = _c_core(c, lanes, chunk)
-    n_alloc = -(-n_slots * lanes * 8 // 64) * 64 // (lanes * 8)   # whole 64-byte lines
-    n_live = c.n_live_gates()
-    segs = _class_segments(c.n_outputs, c.n_classes)
-    ni, no, nc = c.n_inputs, c.n_outputs, c.n_classes
-    if lanes == 1:
-        wtype = "typedef uint64_t W;\n#define ZERO ((W)0)\n#define ONES (~(W)0)\n"
-    else:
-        # a W wider than the CPU's vectors (512 bits without AVX-512) is split by the
-        # compiler, and GCC then notes that returning it changes the ABI (-Wpsabi); that
-        # concerns only these file-local helpers, so the note is silenced for -Werror builds
-        wtype = (f"typedef uint64_t W __attribute__((vector_size({width // 8})));\n"
-                 "#define ZERO ((W){0})\n#define ONES (~(W){0})\n"
-                 "#if defined(__GNUC__) && !defined(__clang__)\n"
-                 "#pragma GCC diagnostic ignored \"-Wpsabi\"\n#endif\n"
-                 "static inline W kairo_ld(const uint64_t *p)"
-                 " { W v; memcpy(&v, p, sizeof v); return v; }\n"
-                 "static inline void kairo_st(uint64_t *p, W v) { memcpy(p, &v, sizeof v); }\n")
-    extra = f""" *
- * Layout: in[block][input][lane] ({ni} x {lanes} uint64_t words per block),
- *         out[block][output][lane] ({no} x {lanes} words per block),
- *         scores[sample][class] (int32_t), pred[sample] (int32_t).
- *
- *   int kairo_eval(const uint64_t *in, uint64_t *out, size_t n_blocks);
- *   int kairo_scores(const uint64_t *in, int32_t *scores, size_t n_samples);
- *   int kairo_predict(const uint64_t *in, int32_t *pred, size_t n_samples);
- *
- * kairo_scores / kairo_predict read ceil(n_samples / {width}) blocks of `in`. All return 0,
- * or -1 when malloc fails. Prediction = first class with the most votes.
- * Gate code: {chunk} gates per function, {n_slots} scratch words carry values between them.
-"""
-    out = [_c_header(c, width, n_live, extra),
-           "#include <stdint.h>\n#include <stddef.h>\n#include <stdlib.h>\n#include <string.h>\n",
-           f"#define KAIRO_N_INPUTS {ni}\n#define KAIRO_N_OUTPUTS {no}\n"
-           f"#define KAIRO_N_CLASSES {nc}\n#define KAIRO_WIDTH {width}\n"
-           f"#define KAIRO_LANES {lanes}\n#define KAIRO_N_SLOTS {n_alloc}\n"
-           "/* hidden: the parts may live in several objects of one library */\n"
-           "#define KAIRO_PART __attribute__((noinline, visibility(\"hidden\")))\n",
-           wtype, "\n", core,
-           r"""
+# the library's evaluation over blocks (after the gate code)
+_C_EVAL = r"""
 static W *kairo_scratch(void)
 {
     return aligned_alloc(64, sizeof(W) * KAIRO_N_SLOTS);
@@ -246,17 +197,10 @@ int kairo_eval(const uint64_t *in, uint64_t *out, size_t n_blocks)
     free(v);
     return 0;
 }
-""",
-           TRANSPOSE,
-           f"\n#define KAIRO_N_CHUNKS {(no + 63) // 64}\n#define KAIRO_N_SEGS {len(segs)}\n"
-           "/* (64-output chunk, class, bit mask) of every chunk/class overlap */\n"
-           "static const uint32_t kairo_seg_chunk[KAIRO_N_SEGS] = {"
-           + ",".join(str(s[0]) for s in segs) + "};\n"
-           "static const uint32_t kairo_seg_class[KAIRO_N_SEGS] = {"
-           + ",".join(str(s[1]) for s in segs) + "};\n"
-           "static const uint64_t kairo_seg_mask[KAIRO_N_SEGS] = {"
-           + ",".join(f"0x{s[2]:x}ull" for s in segs) + "};\n",
-           r"""
+"""
+
+# the library's votes and predictions (after TRANSPOSE and the tables of _c_segment_tables)
+_C_COUNT = r"""
 /* Add the votes of the ns (<= 64) samples in lane `lane` of block outputs y to sc[s][class]. */
 static void kairo_lane_scores(const uint64_t *y, size_t lane, int32_t *sc, size_t ns)
 {
@@ -332,10 +276,86 @@ int kairo_predict(const uint64_t *in, int32_t *pred, size_t n_samples)
     free(sc);
     return rc;
 }
-"""]
+"""
+
+
+def c_source(circuit: Circuit, *, width="auto", chunk: int | None = None) -> str:
+    """Bit-parallel C source for ``compile_c`` (GCC vector extensions for width 256/512).
+
+    ``width``: ``"auto"`` (:func:`native_width`), 64, 256 or 512 bits per node word. See
+    :mod:`kairo.logic.backends` for the buffer layout and the exported functions.
+    ``chunk``: gates per generated function (default ``CHUNK``; see :func:`_c_core`).
+    """
+    c = check_circuit(circuit)
+    width = resolve_width(width)
+    chunk = _check_chunk(chunk)
+    lanes = width // 64
+    core, n_slots = _c_core(c, lanes, chunk)
+    n_alloc = -(-n_slots * lanes * 8 // 64) * 64 // (lanes * 8)   # whole 64-byte lines
+    n_live = c.n_live_gates()
+    ni, no, nc = c.n_inputs, c.n_outputs, c.n_classes
+    out = [_c_header(c, width, n_live, _c_layout_comment(c, width, chunk, n_slots)),
+           "#include <stdint.h>\n#include <stddef.h>\n#include <stdlib.h>\n#include <string.h>\n",
+           f"#define KAIRO_N_INPUTS {ni}\n#define KAIRO_N_OUTPUTS {no}\n"
+           f"#define KAIRO_N_CLASSES {nc}\n#define KAIRO_WIDTH {width}\n"
+           f"#define KAIRO_LANES {lanes}\n#define KAIRO_N_SLOTS {n_alloc}\n"
+           "/* hidden: the parts may live in several objects of one library */\n"
+           "#define KAIRO_PART __attribute__((noinline, visibility(\"hidden\")))\n",
+           _c_word_type(width), "\n", core, _C_EVAL, TRANSPOSE, _c_segment_tables(c),
+           _C_COUNT]
     if c.image_input is not None:
         out.append(c_images(c, width))
     return "".join(out)
+
+
+def _c_word_type(width: int) -> str:
+    """The C word type ``W`` of ``width`` bits, its ZERO and ONES (and for vector words the
+    unaligned load and store helpers)."""
+    if width == 64:
+        return "typedef uint64_t W;\n#define ZERO ((W)0)\n#define ONES (~(W)0)\n"
+    # a W wider than the CPU's vectors (512 bits without AVX-512) is split by the
+    # compiler, and GCC then notes that returning it changes the ABI (-Wpsabi); that
+    # concerns only these file-local helpers, so the note is silenced for -Werror builds
+    return (f"typedef uint64_t W __attribute__((vector_size({width // 8})));\n"
+            "#define ZERO ((W){0})\n#define ONES (~(W){0})\n"
+            "#if defined(__GNUC__) && !defined(__clang__)\n"
+            "#pragma GCC diagnostic ignored \"-Wpsabi\"\n#endif\n"
+            "static inline W kairo_ld(const uint64_t *p)"
+            " { W v; memcpy(&v, p, sizeof v); return v; }\n"
+            "static inline void kairo_st(uint64_t *p, W v) { memcpy(p, &v, sizeof v); }\n")
+
+
+def _c_layout_comment(c: Circuit, width: int, chunk: int, n_slots: int) -> str:
+    """The header comment's part on the buffers' layout and the exported functions."""
+    ni, no, lanes = c.n_inputs, c.n_outputs, width // 64
+    return f""" *
+ * Layout: in[block][input][lane] ({ni} x {lanes} uint64_t words per block),
+ *         out[block][output][lane] ({no} x {lanes} words per block),
+ *         scores[sample][class] (int32_t), pred[sample] (int32_t).
+ *
+ *   int kairo_eval(const uint64_t *in, uint64_t *out, size_t n_blocks);
+ *   int kairo_scores(const uint64_t *in, int32_t *scores, size_t n_samples);
+ *   int kairo_predict(const uint64_t *in, int32_t *pred, size_t n_samples);
+ *
+ * kairo_scores / kairo_predict read ceil(n_samples / {width}) blocks of `in`. All return 0,
+ * or -1 when malloc fails. Prediction = first class with the most votes.
+ * Gate code: {chunk} gates per function, {n_slots} scratch words carry values between them.
+"""
+
+
+def _c_segment_tables(c: Circuit) -> str:
+    """The tables of (64-output chunk, class, bit mask) of every chunk/class overlap that
+    the vote counting reads."""
+    segs = _class_segments(c.n_outputs, c.n_classes)
+    return (f"\n#define KAIRO_N_CHUNKS {(c.n_outputs + 63) // 64}\n"
+            f"#define KAIRO_N_SEGS {len(segs)}\n"
+            "/* (64-output chunk, class, bit mask) of every chunk/class overlap */\n"
+            "static const uint32_t kairo_seg_chunk[KAIRO_N_SEGS] = {"
+            + ",".join(str(s[0]) for s in segs) + "};\n"
+            "static const uint32_t kairo_seg_class[KAIRO_N_SEGS] = {"
+            + ",".join(str(s[1]) for s in segs) + "};\n"
+            "static const uint64_t kairo_seg_mask[KAIRO_N_SEGS] = {"
+            + ",".join(f"0x{s[2]:x}ull" for s in segs) + "};\n")
 
 
 def _c_portable_source(circuit: Circuit, chunk: int | None = None) -> str:
