@@ -44,6 +44,8 @@ REASONS = {
     "data": "a property of an input data set, not of a result",
     "version": "a version or a supported range of versions",
     "citation": "a year in a reference",
+    "reference": "a figure published elsewhere or a target set before the runs (a paper's, a "
+                 "peer's result file, the project's starting table), quoted with its source",
     "name": "a number inside a name (AVX-512, SHA-256, MNIST-1D)",
     "checksum": "part of a checksum",
     "address": "a host or port",
