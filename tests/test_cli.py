@@ -189,7 +189,7 @@ def test_tsc_grid_records_torch_kernels_and_resnet_layout(tmp_path):
                  "--d-model", "8", "--blocks", "1", "--patience", "0", "--workers", "2",
                  "--out", str(out)]) == 0
     run = json.loads((out / "run.json").read_text())
-    code = ("import torch; from kairo.attention import resnet_layout; "
+    code = ("import torch; from kairo.attention._encoders import resnet_layout; "
             "print(torch.backends.cpu.get_cpu_capability(), resnet_layout('auto'))")
     here = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True).stdout.split()

@@ -39,7 +39,7 @@ def test_steps_inside_a_relative_results_folder_land_in_it(tmp_path, monkeypatch
     """``kairo demo --out results/demo`` (relative, as scripts/demo.sh runs it): the steps,
     which run from inside the demo's folder, write their folders into it, not below a copy
     of the relative path."""
-    from kairo.attention import EncodingsConfig
+    from kairo.attention._config import EncodingsConfig
     from kairo.demo import Step, run_steps
 
     monkeypatch.chdir(tmp_path)

@@ -127,7 +127,7 @@ def compare(variant: dict, default: dict, paired: bool, n_test: int, dataset: st
     from scipy import stats
 
     from kairo.stats import welch_p
-    from kairo.attention import resnet_test
+    from kairo.attention._reference import resnet_test
 
     if paired:
         seeds = sorted(set(variant) & set(default))

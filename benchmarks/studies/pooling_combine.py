@@ -74,7 +74,8 @@ def read_runs(dirs) -> pd.DataFrame:
 
 
 def main(argv=None) -> int:
-    from kairo.attention import comparison_figure, pooling_tests, summarize
+    from kairo.attention._compare import comparison_figure, pooling_tests
+    from kairo.attention._grid import summarize
     from kairo.runs import atomic_folder
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

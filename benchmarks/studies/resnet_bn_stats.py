@@ -64,8 +64,8 @@ def paired_run(job: dict) -> dict:
     """One refit run (in a worker): fit, test as trained, recompute the statistics, test."""
     import torch
 
-    from kairo.attention import (ModelConfig, TrainConfig, evaluate, fit, recompute_bn_stats,
-                                 scale_input)
+    from kairo.attention import ModelConfig, TrainConfig, evaluate, fit, recompute_bn_stats
+    from kairo.attention._train import scale_input
 
     torch.set_num_threads(job["threads"])
     train, test = _splits(job["dataset"], job["mnist1d_length"])
@@ -92,7 +92,8 @@ def summarize(rows, datasets) -> dict:
     import numpy as np
     from scipy import stats
 
-    from kairo.attention import RESNET_FAWAZ2019_RUNS, resnet_test
+    from kairo.attention._published import RESNET_FAWAZ2019_RUNS
+    from kairo.attention._reference import resnet_test
 
     out = {}
     for ds in datasets:
@@ -170,7 +171,8 @@ def main(argv=None) -> int:
         print(json.dumps(decide(merged["benchmark"], merged["train"] or None), indent=2))
         return 0
 
-    from kairo.attention import ModelConfig, TrainConfig, run_grid
+    from kairo.attention import ModelConfig, TrainConfig
+    from kairo.attention._grid import run_grid
 
     datasets = [d.strip() for d in args.datasets.split(",") if d.strip()]
     bad = [d for d in datasets if d not in PROTOCOL]

@@ -7,7 +7,7 @@ says which layout ``layout="auto"`` picks here.
 Channels-last was the faster layout on an AVX-512 EPYC (2026-11-30); on an AVX2-only EPYC
 (2026-12-02) kairo's channels-last ResNet fell to 0.75× tsai's in training. This probe separates
 the layout from everything else that differs from tsai's model, and is the evidence behind
-``kairo.attention.resnet_layout``'s rule.
+``kairo.attention._encoders.resnet_layout``'s rule.
 
 Usage::
 
@@ -107,7 +107,7 @@ def main(argv=None) -> int:
     if max(diff.values()) > 1e-4:
         print(f"kairo's layouts and the [B, C, T] copy differ: max |Δ| {diff}", file=sys.stderr)
         return 1
-    from kairo.attention import resnet_layout
+    from kairo.attention._encoders import resnet_layout
 
     env = environment()          # torch is imported: its kernels are recorded
     res = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),

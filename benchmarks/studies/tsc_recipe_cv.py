@@ -37,7 +37,8 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path, required=True, help="JSON-lines file to append to")
     a = p.parse_args(argv)
 
-    from kairo.attention import ModelConfig, TrainConfig, cv_folds, evaluate, fit, load_dataset
+    from kairo.attention import ModelConfig, TrainConfig, evaluate, fit, load_dataset
+    from kairo.attention._grid import cv_folds
 
     model = ModelConfig(**json.loads(a.model))
     train = TrainConfig(**{"threads": 1, "seed": a.seed, **json.loads(a.train)})

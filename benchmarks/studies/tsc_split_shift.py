@@ -41,7 +41,7 @@ def one_nn(train, test) -> dict:
 def minirocket(train, test, folds: int = 5) -> dict:
     from aeon.classification.convolution_based import MiniRocketClassifier
 
-    from kairo.attention import cv_folds
+    from kairo.attention._grid import cv_folds
 
     def fit(x, y):
         return MiniRocketClassifier(random_state=0, n_jobs=1).fit(x, y)

@@ -145,7 +145,7 @@ def _logic_steps(ddir: str, quick: bool) -> list[Step]:
 
 
 def _tsc_steps(quick: bool) -> list[Step]:
-    from kairo.attention import MapsConfig, TscTrainConfig
+    from kairo.attention._config import MapsConfig, TscTrainConfig
 
     return [
         Step("tsc-train", "tsc train",

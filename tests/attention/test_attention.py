@@ -10,8 +10,7 @@ import pytest
 import torch
 
 from kairo._errors import ConfigError, DataError
-from kairo.attention._attention import (KVCache, MultiHeadAttention, TinyDecoder,
-                                        attention_reference)
+from kairo.attention import KVCache, MultiHeadAttention, TinyDecoder, attention_reference
 
 
 def _numpy_attention(q, k, v, valid):

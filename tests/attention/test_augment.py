@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from kairo._errors import ConfigError, DataError
-from kairo.attention._augment import augment, check_mask, cut_mix, is_active
+from kairo.attention import ModelConfig, TrainConfig, augment, cut_mix, fit, from_arrays
+from kairo.attention._augment import check_mask, is_active
 from kairo.attention._recipe import SAM_AUTO_STEPS, TIME_WARP_AUTO
-from kairo.attention import ModelConfig, TrainConfig, fit, from_arrays
 
 RESNET = ModelConfig(encoder="resnet", d_model=8, blocks=1, pool="mean")
 QUIET = dict(progress_bar=False)

@@ -11,11 +11,9 @@ import pandas as pd
 import pytest
 
 from kairo._errors import DataError
-from kairo.attention import _inference, _train
+from kairo.attention import ModelConfig, TrainConfig, _inference, _train, load_dataset
 from kairo.attention._grid import _one, cv_folds
 from kairo.attention._selection import cv_summary
-from kairo.attention._config import ModelConfig, TrainConfig
-from kairo.attention._data import load_dataset
 from kairo.cli import main
 
 # the peers (MiniRocket, MultiRocket-Hydra) play no part in the selection tested here

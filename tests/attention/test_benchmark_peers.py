@@ -13,10 +13,10 @@ import pytest
 from scipy import stats
 
 from kairo._errors import ConfigError, DataError
+from kairo.attention import load_dataset
 from kairo.attention._config import BenchmarkConfig
-from kairo.attention._reference import MIN_WILCOXON_PAIRS, read_reference, reference_test
-from kairo.attention._data import load_dataset
 from kairo.attention._peers import fit_peer, peer_input, peer_scaling
+from kairo.attention._reference import MIN_WILCOXON_PAIRS, read_reference, reference_test
 from kairo.cli import main
 
 TINY = ["--epochs", "1", "--d-model", "8", "--blocks", "1", "--workers", "1", "--threads", "1"]
@@ -131,7 +131,7 @@ def test_empty_peers_run_none(tmp_path):
 
 # ---------------------------------------------------------------------------- anchors
 def test_convtran_anchors_only_for_the_multivariate_sets():
-    from kairo.attention._published import published_table
+    from kairo.attention import published_table
 
     t = published_table(["JapaneseVowels", "BasicMotions", "JapaneseVowels_eq", "GunPoint"])
     c = t["ConvTran (Foumani 2024)"]
@@ -293,8 +293,8 @@ def test_benchmark_ensembles_are_those_tsc_train_ensemble_trains(tmp_path, capsy
     TSEnsemble that fit_ensemble builds from the same members scores, with every member kept
     in member_runs.csv."""
     from kairo._errors import KairoError
-    from kairo.attention import (ModelConfig, TrainConfig, ensemble_runs, evaluate,
-                                 fit_ensemble, read_member_runs)
+    from kairo.attention import ModelConfig, TrainConfig, evaluate, fit_ensemble
+    from kairo.attention._grid import ensemble_runs, read_member_runs
 
     out = tmp_path / "ens"
     assert main(["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--encoders",

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from kairo._errors import ConfigError, DataError, DataNotFoundError
-from kairo.attention._data import (STD_FLOOR, TSData, from_arrays, list_datasets, load_csv,
-                                   load_dataset, load_ts, stratified_split, znormalize,
-                                   channel_stats, standardize)
-from kairo.attention._mnist1d import TEMPLATES, make_mnist1d
+from kairo.attention import (TSData, from_arrays, list_datasets, load_csv, load_dataset, load_ts,
+                             make_mnist1d, stratified_split, znormalize)
+from kairo.attention._data import STD_FLOOR, channel_stats, standardize
+from kairo.attention._mnist1d import TEMPLATES
 
 
 def _aeon_file(name: str, split: str) -> Path:

@@ -8,9 +8,8 @@ import pytest
 import torch
 
 from kairo._errors import ConfigError
-from kairo.attention._encodings import (LearnedEncoding, RotaryEmbedding, SinusoidalEncoding,
-                                        encoding_figure, make_positional, offset_rotation,
-                                        sinusoidal_table)
+from kairo.attention import LearnedEncoding, RotaryEmbedding, SinusoidalEncoding, make_positional
+from kairo.attention._encodings import encoding_figure, offset_rotation, sinusoidal_table
 
 
 @pytest.mark.parametrize("d,base", [(8, 10000.0), (64, 10000.0), (6, 100.0)])

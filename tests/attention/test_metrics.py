@@ -10,7 +10,8 @@ import pytest
 from matplotlib.figure import Figure
 
 from kairo._errors import DataError
-from kairo.attention._metrics import classification_report, confusion_figure, per_class_table
+from kairo.attention import classification_report
+from kairo.attention._metrics import confusion_figure, per_class_table
 
 NAMES = ("cat", "dog", "eel")
 # truth 0 0 0 1 1 2, prediction 0 0 1 1 1 1 — worked by hand:

@@ -12,10 +12,10 @@ import pytest
 import torch
 
 from kairo._errors import ConfigError, DataError
-from kairo.attention._encoders import ENCODERS, ResNet1D, TransformerEncoder
-from kairo.attention._model import ModelConfig, TSClassifier, build_classifier
-from kairo.attention._pooling import (POOLS, AttentionPool, ClsPool, MaxPool, MeanPool,
-                                      MultiHeadAttentionPool, make_pool, pool_concentration)
+from kairo.attention import (ENCODERS, POOLS, AttentionPool, ClsPool, MaxPool, MeanPool,
+                             ModelConfig, MultiHeadAttentionPool, ResNet1D, TransformerEncoder,
+                             TSClassifier, build_classifier, make_pool)
+from kairo.attention._pooling import pool_concentration
 
 
 def _mask(lengths, t):
@@ -579,7 +579,7 @@ def test_masked_batch_norm_counts_valid_steps_only():
 def test_resnet_training_output_does_not_depend_on_the_batch_padding():
     """A training-mode forward (batch statistics): adding padding to the batch leaves every
     valid token unchanged, and so does what recompute_bn_stats stores."""
-    from kairo.attention._train import recompute_bn_stats
+    from kairo.attention import recompute_bn_stats
 
     torch.manual_seed(13)
     enc = ResNet1D(2, d=16).train()

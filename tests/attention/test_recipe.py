@@ -12,14 +12,13 @@ import pytest
 import torch
 
 from kairo._errors import ConfigError
-from kairo.attention import (ModelConfig, SeriesStats, TrainConfig, TransformerEncoder,
-                             build_classifier, from_arrays, model_recipe, n_epochs,
-                             param_groups, receptive_field, resolve_recipe, series_stats,
-                             smoothness, stem_pool, token_window)
-from kairo.attention._recipe import MIXUP_AUTO_SMOOTHNESS, SAM_AUTO_STEPS, TIME_WARP_AUTO
+from kairo.attention import (ClsPool, LearnedEncoding, ModelConfig, MultiHeadAttentionPool,
+                             SeriesStats, TrainConfig, TransformerEncoder, build_classifier,
+                             from_arrays, resolve_recipe, series_stats, smoothness)
 from kairo.attention._encoders import _window_mean
-from kairo.attention._encodings import LearnedEncoding
-from kairo.attention._pooling import ClsPool, MultiHeadAttentionPool
+from kairo.attention._recipe import (MIXUP_AUTO_SMOOTHNESS, SAM_AUTO_STEPS, TIME_WARP_AUTO,
+                                     model_recipe, receptive_field, stem_pool, token_window)
+from kairo.attention._train import n_epochs, param_groups
 
 
 def _mask(lengths, t):

@@ -482,7 +482,7 @@ def test_znorm_takes_modes_only():
 
 
 def test_auto_znorm_is_series_for_one_channel_and_channel_for_several(tmp_path):
-    from kairo.attention import resolve_znorm
+    from kairo.attention._recipe import resolve_znorm
 
     assert [resolve_znorm("auto", c) for c in (1, 2, 12)] == ["series", "channel", "channel"]
     assert resolve_znorm("none", 5) == "none" and resolve_znorm("series", 5) == "series"

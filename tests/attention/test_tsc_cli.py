@@ -431,7 +431,7 @@ def test_benchmark_default_covers_every_shipped_univariate_set():
     figure."""
     from kairo.attention._config import UNIVARIATE, BenchmarkConfig
     from kairo.attention._data import _shipped
-    from kairo.attention._published import published_table
+    from kairo.attention import published_table
 
     def header(name):
         path = _shipped()[name][0]
@@ -482,7 +482,8 @@ def test_dataset_names_are_case_insensitive_and_canonical_in_the_grid(tmp_path):
 def test_published_table_covers_the_variable_length_set():
     """PickupGestureWiimoteZ: Fawaz et al.'s five runs (36, 33, 35, 37, 35 of 50) and aeon's
     rows, which name the set's equal-length version; a set nobody published gets NaN."""
-    from kairo.attention._published import RESNET_FAWAZ2019, published_table
+    from kairo.attention import published_table
+    from kairo.attention._published import RESNET_FAWAZ2019
 
     assert RESNET_FAWAZ2019["PickupGestureWiimoteZ"] == pytest.approx(176 / 250)
     t = published_table(["PickupGestureWiimoteZ", "Covid3Month_disc", "BasicMotions"])
@@ -837,8 +838,8 @@ def test_an_ensemble_trains_into_one_model_that_evaluate_and_predict_use(tmp_pat
 
     from kairo._app import make_config
     from kairo._config import load_config_file
-    from kairo.attention import (TSEnsemble, fit, load_classifier, load_dataset, predict,
-                                 split_config)
+    from kairo.attention import TSEnsemble, fit, load_classifier, load_dataset, predict
+    from kairo.attention._config import split_config
 
     out = tmp_path / "ens"
     assert main([*ENSEMBLE, "--out", str(out)]) == 0

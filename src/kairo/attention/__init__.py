@@ -1,6 +1,12 @@
-"""Attention models for time-series classification: positional encodings, multi-head attention
-(MHA/GQA/MQA with a key/value cache), pooling heads, residual-CNN and Transformer encoders, data
-(aeon's shipped UCR/UEA sets, MNIST-1D, user files), a trainer and metrics.
+"""Attention models for time-series classification: scikit-learn estimators, the configs, a
+trainer and its recipe (what ``auto`` chooses), data (aeon's shipped UCR/UEA sets, MNIST-1D,
+user files), the 2023 bake-off's resamples and published results, and the building blocks —
+positional encodings, multi-head attention (MHA/GQA/MQA with a key/value cache), pooling heads,
+residual-CNN and Transformer encoders — with augmentation and metrics.
+
+``__all__`` is the public API. The command configs (``kairo tsc …``) live in ``_config`` and are
+found through the command registry; the grid, selection, reference and figure helpers the
+commands and studies use stay in their private modules.
 
 Names are imported on first use so ``import kairo.attention`` stays cheap for the CLI.
 """
@@ -10,41 +16,35 @@ from __future__ import annotations
 from kairo._lazy import lazy_exports
 
 _EXPORTS = {
-    "_config": ("ModelConfig", "TrainConfig", "TscTrainConfig", "EvaluateConfig",
-                "PredictConfig", "MapsConfig", "EncodingsConfig", "CompareConfig",
-                "BenchmarkConfig", "ListConfig", "model_config", "train_config", "split_config",
-                "ENCODERS", "POOLS", "UNIVARIATE"),
-    "_recipe": ("SeriesStats", "series_stats", "resolve_recipe", "model_recipe",
-                "resolve_znorm", "receptive_field", "stem_pool", "token_window"),
-    "_encodings": ("sinusoidal_table", "offset_rotation", "SinusoidalEncoding", "LearnedEncoding",
-                   "RotaryEmbedding", "make_positional", "encoding_figure"),
+    # estimators
+    "_estimator": ("TransformerClassifier", "ResNetClassifier", "load_estimator"),
+    # configs
+    "_config": ("ModelConfig", "TrainConfig", "ENCODERS", "POOLS"),
+    # training and inference
+    "_train": ("fit", "fit_ensemble", "recompute_bn_stats"),
+    "_model": ("build_classifier", "TSClassifier", "TSEnsemble"),
+    "_inference": ("evaluate", "predict", "save_classifier", "load_classifier"),
+    # the recipe
+    "_recipe": ("SeriesStats", "series_stats", "resolve_recipe"),
+    # data
+    "_data": ("TSData", "load_dataset", "list_datasets", "load_ts", "load_csv", "from_arrays",
+              "znormalize", "stratified_split", "canonical_name", "smoothness"),
+    "_commands": ("load_file",),
+    "_mnist1d": ("make_mnist1d",),
+    # the 2023 bake-off's protocol and results
+    "_resample": ("stratified_resample", "resample_split"),
+    "_published": ("bakeoff_results", "published_table", "BAKEOFF_CLASSIFIERS"),
+    # building blocks
     "_attention": ("attention_reference", "MultiHeadAttention", "KVCache", "TransformerBlock",
                    "TinyDecoder"),
+    "_encodings": ("RotaryEmbedding", "SinusoidalEncoding", "LearnedEncoding",
+                   "make_positional"),
+    "_encoders": ("TransformerEncoder", "ResNet1D"),
     "_pooling": ("MeanPool", "MaxPool", "ClsPool", "AttentionPool", "MultiHeadAttentionPool",
-                 "make_pool", "pool_concentration"),
-    "_encoders": ("ResNet1D", "TransformerEncoder", "resnet_layout"),
-    "_estimator": ("TransformerClassifier", "ResNetClassifier", "load_estimator"),
-    "_model": ("TSClassifier", "TSEnsemble", "build_classifier"),
-    "_data": ("TSData", "list_datasets", "load_dataset", "from_arrays", "load_csv", "load_ts",
-              "pad_to", "znormalize", "stratified_split", "canonical_name", "smoothness"),
-    "_mnist1d": ("make_mnist1d",),
+                 "make_pool"),
+    # augmentation and metrics
     "_augment": ("augment", "cut_mix"),
-    "_train": ("fit", "fit_ensemble", "recompute_bn_stats", "scale_input", "param_groups",
-               "n_epochs"),
-    "_inference": ("save_classifier", "load_classifier", "predict", "evaluate", "check_max_len",
-                   "labels_as"),
-    "_metrics": ("classification_report", "per_class_table", "confusion_figure"),
-    "_grid": ("run_grid", "summarize", "cv_folds", "canonical_datasets", "ensemble_runs",
-              "read_member_runs"),
-    "_selection": ("cv_summary",),
-    "_reference": ("resnet_test", "read_reference", "reference_test"),
-    "_benchmark": ("benchmark_markdown",),
-    "_compare": ("pooling_tests", "comparison_figure"),
-    "_resample": ("stratified_resample", "resample_split"),
-    "_published": ("published_table", "bakeoff_results", "BAKEOFF_CLASSIFIERS", "RESNET_FAWAZ2019", "RESNET_FAWAZ2019_RUNS",
-                   "CONVTRAN_FOUMANI2024"),
-    "_peers": ("fit_peer", "peer_input", "peer_estimator", "PEERS"),
-    "_commands": ("load_file", "maps_figure"),
+    "_metrics": ("classification_report",),
 }
 _WHERE = {name: f".{mod}" for mod, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_WHERE)

@@ -544,7 +544,7 @@ def _pool_table(model, x_all, mask, y, classes, true_names):
     import pandas as pd
     import torch
 
-    from kairo.attention import pool_concentration
+    from kairo.attention._pooling import pool_concentration
 
     t = x_all.shape[-1]
     per_series = 4 * t * t * model.cfg.n_heads * model.cfg.blocks
@@ -623,7 +623,7 @@ def maps_figure(series, mask, maps: dict, j: int, title: str = ""):
 
 
 def run_encodings(cfg: EncodingsConfig, rd) -> str:
-    from kairo.attention import encoding_figure, offset_rotation, sinusoidal_table
+    from kairo.attention._encodings import encoding_figure, offset_rotation, sinusoidal_table
 
     rd.add("sinusoidal.png", encoding_figure(d=cfg.d, n_pos=cfg.positions, base=cfg.base))
     pe = sinusoidal_table(cfg.positions, cfg.d, cfg.base).double()
@@ -652,7 +652,7 @@ def run_benchmark(cfg: BenchmarkConfig, rd) -> str:
 
 
 def _grid_inputs(cfg) -> dict[str, Path]:
-    from kairo.attention import canonical_datasets
+    from kairo.attention._grid import canonical_datasets
 
     return inputs(dataclasses.replace(cfg, datasets=canonical_datasets(cfg.datasets)))
 

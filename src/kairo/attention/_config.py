@@ -419,7 +419,7 @@ class ModelConfig(ModelOptions, EncoderPool):
 
     def resolved(self, max_len: int | None = None) -> dict:
         """The model's part of the recipe ("auto" decided; given the series length
-        ``max_len``, the conv stem's too): :func:`kairo.attention.model_recipe`."""
+        ``max_len``, the conv stem's too): :func:`kairo.attention._recipe.model_recipe`."""
         return model_recipe(self, max_len)
 
 
