@@ -49,6 +49,31 @@ def test_train_writes_model_metrics_and_figures(trained):
             assert rec["sha256"] == hashlib.sha256(f.read()).hexdigest()
 
 
+def test_train_on_a_bake_off_resample(tmp_path):
+    """--resample R trains and scores on resample R of the bake-off protocol: the model is the
+    one fitted on resample_split's training part, scored on its test part, and its file says
+    so; evaluate without a dataset refuses it (the archive's test split shares its training
+    series)."""
+    from kairo.attention import load_dataset, load_estimator, resample_split
+
+    out = tmp_path / "r3"
+    assert main(["tsc", "train", "--dataset", "GunPoint", "--resample", "3", *FAST,
+                 "--epochs", "1", "--out", str(out)]) == 0
+    train, test = resample_split(load_dataset("GunPoint", "train"),
+                                 load_dataset("GunPoint", "test"), 3)
+    m = json.loads((out / "metrics.json").read_text())
+    assert m["n_samples"] == len(test) == 150
+    est = load_estimator(out / "model.pt")
+    x = test.x.astype(np.float64)
+    labels = np.asarray(train.classes)[test.y]
+    assert est.score(x, labels) == pytest.approx(m["accuracy"])
+    assert est.model_.fit_meta["resample"] == 3
+    assert est.model_.fit_meta["dataset"] == "GunPoint"
+    assert main(["tsc", "evaluate", "--model", str(out / "model.pt"), "--out",
+                 str(tmp_path / "ev")]) == 2
+    assert not (tmp_path / "ev").exists()
+
+
 def test_evaluate_reproduces_the_training_run_metrics(trained, tmp_path):
     out = tmp_path / "eval"
     assert main(["tsc", "evaluate", "--model", str(trained / "model.pt"), "--dataset",

@@ -130,17 +130,22 @@ def run_train(cfg: TscTrainConfig, rd) -> str:
         raise DataError(f"{cfg.train_file or cfg.dataset}: the training series hold one class "
                         f"({train.classes[0]!r}); a classifier needs at least two")
     _check_pair(train, test)
+    name = train.name
+    if cfg.resample:
+        from kairo.attention._resample import resample_split
+
+        train, test = resample_split(train, test, cfg.resample)
     # the command is a layer over the estimator: the same configs, the same trainer
     est = estimator_for(cfg)
     if cfg.ensemble > 1:
-        return _run_ensemble(cfg, rd, est, model_cfg, train, test)
+        return _run_ensemble(cfg, rd, est, model_cfg, train, test, name)
     res = est._fit_data(train, checkpoint=rd.checkpoint)
     model = res["model"]
     for key in RESOLVED:
         if key in res["meta"]:
             rd.resolve(key if key != "layout" else "resnet_layout", res["meta"][key])
-    meta = {"dataset": train.name if not cfg.train_file else cfg.train_file,   # canonical
-            "classes": list(train.classes),
+    meta = {"dataset": name if not cfg.train_file else cfg.train_file,   # canonical
+            "resample": cfg.resample, "classes": list(train.classes),
             **{k: v for k, v in res["meta"].items() if k.startswith("znorm")},
             "n_steps": train.n_steps, "best_epoch": res["best_epoch"]}
     _inference.save_classifier(rd.path / "model.pt", model, model_cfg, meta)
@@ -165,7 +170,7 @@ def run_train(cfg: TscTrainConfig, rd) -> str:
             + (f", {res['samples_per_s']:.0f} samples/s)" if res["samples_per_s"] else ")"))
 
 
-def _run_ensemble(cfg: TscTrainConfig, rd, est, model_cfg, train, test) -> str:
+def _run_ensemble(cfg: TscTrainConfig, rd, est, model_cfg, train, test, name: str) -> str:
     """``tsc train --ensemble N``: the members trained through the job runner, each
     checkpointing to its own file; one model.pt (the TSEnsemble), the ensemble's test metrics
     with each member's seed and test accuracy beside them."""
@@ -189,8 +194,9 @@ def _run_ensemble(cfg: TscTrainConfig, rd, est, model_cfg, train, test) -> str:
         rd.resolve("workers", res["workers"])
         if not cfg.threads:
             rd.resolve("threads", members[0]["meta"]["train_config"]["threads"])
-        meta = {"dataset": train.name if not cfg.train_file else cfg.train_file,
-                "classes": list(train.classes), "n_steps": train.n_steps}
+        meta = {"dataset": name if not cfg.train_file else cfg.train_file,
+                "resample": cfg.resample, "classes": list(train.classes),
+                "n_steps": train.n_steps}
         _inference.save_classifier(rd.path / "model.pt", model, model_cfg, meta)
         rd.add("model.pt")
         rows = []
@@ -340,6 +346,12 @@ def model_dataset(cfg, meta: dict | None = None):
         _, meta = _inference.load_classifier(cfg.model)
     m = meta.get("meta", meta)
     trained = str(m.get("dataset", ""))
+    if m.get("resample"):
+        # the archive's test split holds series that resample's training split was fitted on
+        raise ConfigError(f"model {cfg.model} was trained on resample {m['resample']} of "
+                          f"{trained}, whose training series the archive's test split shares: "
+                          f"give --test-file (or --dataset to score an archive split "
+                          f"anyway)")
     try:
         canon = _data.canonical_name(trained)
     except DataError:

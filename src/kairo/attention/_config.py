@@ -474,6 +474,10 @@ class TscTrainConfig(DataOptions, Seed, TrainOptions, ModelOptions, EncoderPool)
 
     _file_only = ("norm_position", "head_norm", "weight_init", "bn_stats")
 
+    resample: int = option(0, "train and score on resample R of the bake-off protocol "
+                           "(Middlehurst, Schäfer and Bagnall 2023): both splits pooled and "
+                           "split again, stratified, at the original sizes, as tsml-eval draws "
+                           "them; 0 = the splits as given", low=0, group="data")
     ensemble: int = option(2, "members of an ensemble: N models with seeds seed … seed+N-1, "
                            "trained in parallel (one core each), their class probabilities "
                            "averaged; 1 = one model", low=1, group="model")
