@@ -10,8 +10,8 @@ start without loading torch.
 
 from kairo._lazy import lazy_exports
 from kairo.logic._circuit import Circuit, pack_bits, unpack_bits
-from kairo.logic._config import (BenchConfig, ExportConfig, FpgaConfig, LogicTrainConfig,
-                                 VerifyConfig)
+from kairo.logic._config import (BenchConfig, ExportConfig, FpgaConfig, ImportConfig,
+                                 LogicTrainConfig, VerifyConfig)
 from kairo.logic._gates import COEFFS, GATE_NAMES, N_GATES, TRUTH
 from kairo.logic._data import circuit_images
 from kairo.logic._simplify import simplify
@@ -30,6 +30,11 @@ _LAZY = {
     **{n: ("kairo.logic._train", n) for n in (
         "train", "load_data", "model_from_checkpoint", "snapshot_path", "describe_branch")},
     "find_fpga_tools": ("kairo.logic._fpga", "find_tools"),
+    # networks trained with difflogic or torchlogix (torch is imported when a file is read)
+    **{n: ("kairo.logic._import", n) for n in (
+        "import_model", "read_model", "InputBinarization", "ImportedModel", "ImportedLayer",
+        "gate_ops", "DIFFLOGIC_OPS", "framework_status", "framework_forward",
+        "scores_from_counts", "verify_import", "write_reference", "read_reference")},
     # the pieces of `kairo logic bench` that benchmarks/logic_inference.py reuses
     **{n: ("kairo.logic._bench", n) for n in (
         "read_bandwidth", "bench_images", "bench_circuit", "AnchorCircuit", "time_calls",
@@ -39,6 +44,6 @@ _LAZY = {
 __all__ = ["Circuit", "circuit_images", "pack_bits", "unpack_bits", "COEFFS", "GATE_NAMES",
            "N_GATES", "TRUTH", "simplify", "vote_circuit", "vote_gates", "compile_c", "find_simulator", "run_portable_c",
            "simulate_verilog", "write_c", "write_verilog", "LogicTrainConfig", "ExportConfig", "VerifyConfig", "FpgaConfig",
-           "BenchConfig", *_LAZY]
+           "BenchConfig", "ImportConfig", *_LAZY]
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -1,4 +1,4 @@
-"""``kairo logic train | export | verify | fpga | bench``: what each command computes and
+"""``kairo logic train | export | verify | import | fpga | bench``: what each command computes and
 writes. Torch-free at import: the heavy modules are imported inside the run functions."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 from kairo._command import Command
 from kairo._errors import KairoError
-from kairo.logic._config import (BenchConfig, ExportConfig, FpgaConfig, LogicTrainConfig,
-                                 VerifyConfig)
+from kairo.logic._config import (BenchConfig, ExportConfig, FpgaConfig, ImportConfig,
+                                 LogicTrainConfig, VerifyConfig)
 
 __all__ = ["COMMANDS"]
 
@@ -47,6 +47,14 @@ def _verify_inputs(cfg: VerifyConfig) -> dict:
 
 def _fpga_inputs(cfg: FpgaConfig) -> dict:
     return _circuit(cfg.circuit)
+
+
+def _import_inputs(cfg: ImportConfig) -> dict:
+    files = {"model": cfg.model}
+    for label in ("layout", "reference"):
+        if getattr(cfg, label) and Path(getattr(cfg, label)).is_file():
+            files[label] = getattr(cfg, label)
+    return {**files, **(_images(cfg.dataset, cfg.data_dir) if cfg.dataset else {})}
 
 
 def _bench_inputs(cfg: BenchConfig) -> dict:
@@ -249,6 +257,13 @@ def _verify(cfg: VerifyConfig, rd) -> str:
     return "\n".join(lines)
 
 
+# ---------------------------------------------------------------------------- import
+def _import(cfg: ImportConfig, rd) -> str:
+    from kairo.logic._import import run_import
+
+    return run_import(cfg, rd)
+
+
 # ---------------------------------------------------------------------------- fpga | bench
 def _fpga(cfg: FpgaConfig, rd) -> str:
     from kairo.logic._fpga import run_fpga
@@ -281,6 +296,13 @@ COMMANDS = [
                         "dataset (MNIST unless it records another, or --dataset) and "
                         "compare them bit for bit with the NumPy reference",
             inputs=_verify_inputs, headline=("verify.accuracy", "verify.all_bit_exact")),
+    Command("logic import", ImportConfig, _import,
+            "import a network trained with difflogic or torchlogix as a verified circuit",
+            description="read a difflogic or torchlogix model file (torch.save of the module, "
+                        "or a state_dict with a layout), write its circuit (circuit.json, "
+                        "simplified; circuit_raw.json) and check it bit for bit against the "
+                        "framework's own discrete forward when installed, else a --reference",
+            inputs=_import_inputs, headline=("test_accuracy_circuit", "gates_after")),
     Command("logic fpga", FpgaConfig, _fpga,
             "synthesize, place and route a circuit for an iCE40 FPGA (Yosys + nextpnr): LUTs, "
             "fit, fmax",

@@ -12,6 +12,7 @@ from kairo._config import check_fields, option
 from kairo._errors import ConfigError
 
 __all__ = ["LogicTrainConfig", "ExportConfig", "VerifyConfig", "FpgaConfig", "BenchConfig",
+           "ImportConfig", "IMPORT_FRAMEWORKS",
            "PAIRINGS", "WIRINGS", "GATE_MODES", "ENGINES", "EXPORT_FORMATS", "BACKENDS", "SIMULATORS",
            "FPGA_TARGETS", "C_WIDTHS", "IMAGE_SIZE", "CONV_FIELDS"]
 
@@ -24,6 +25,7 @@ BACKENDS = ("numpy", "c", "verilog")          # the circuit back ends verify com
 SIMULATORS = ("auto", "iverilog", "verilator")
 FPGA_TARGETS = ("ice40-up5k", "ice40-hx8k", "ice40-lp8k", "ice40-hx1k", "ice40-lp1k")
 C_WIDTHS = ("auto", "64", "256", "512")
+IMPORT_FRAMEWORKS = ("auto", "difflogic", "torchlogix")    # kairo logic import reads these
 IMAGE_SIZE = 28                               # MNIST: 28 × 28 pixels
 CONV_FIELDS = ("conv_blocks", "conv_growth", "receptive", "conv_depth", "conv_stride",
                "padding", "conv_groups")
@@ -302,3 +304,53 @@ class BenchConfig:
 
     def __post_init__(self):
         check_fields(self)
+
+
+@dataclass(frozen=True)
+class ImportConfig:
+    """``kairo logic import``: a network trained with difflogic or torchlogix as a circuit."""
+
+    model: str = option("", "the trained model: torch.save of the whole nn.Sequential, of its "
+                        "state_dict (with --layout), or of {'state_dict', 'layout'}",
+                        required=True)
+    layout: str = option("", "layout JSON of a bare state_dict: framework, each layer's key, "
+                         "in_dim and out_dim, GroupSum k and tau, the input binarization "
+                         "(docs/notes/logic_import.md)")
+    framework: str = option("auto", "the framework that trained it (auto: from the file)",
+                            choices=IMPORT_FRAMEWORKS)
+    thresholds: tuple[float, ...] = option(
+        (), "input thresholds on the framework's input scale (bit = x > t), for a model that "
+            "does not binarize its input itself (difflogic: e.g. 0.5 for x.round() of "
+            "ToTensor images); none: the model's own or the layout's, else the circuit reads "
+            "bits")
+    input_scale: float = option(0.0, "the framework's input is uint8 pixel / this (255: "
+                                "ToTensor; 1: raw pixels; 0: 255 when every threshold is in "
+                                "[0, 1], else 1)", low=0)
+    image_shape: tuple[int, ...] = option((), "H,W or H,W,C of the images (default: square, "
+                                          "one channel)", low=1)
+    bit_order: str = option("auto", "order of the input bits: threshold-major (bit t·P + p), "
+                            "pixel-major (bit p·T + t; torchlogix binarization layers) or auto",
+                            choices=("auto", "threshold-major", "pixel-major"))
+    channels: str = option("auto", "colour images: pixels in (c, h, w) order (first, "
+                           "torchvision tensors) or (h, w, c) (last); auto: first",
+                           choices=("auto", "first", "last"))
+    classes: tuple[int, ...] = option((), "the labels of the model's classes, in order "
+                                      "(default 0…k−1)", low=0)
+    dataset: str = option("mnist", "the test images: mnist, an .npz file or a folder of IDX "
+                          "files (for a model that reads images)")
+    samples: int = option(1000, "test images the framework's own forward is compared on "
+                          "(0: all)", low=0)
+    reference: str = option("", "reference.npz written by an earlier import where the "
+                            "framework was installed: verify against it")
+    verify: bool = option(True, "refuse to write an import that could not be checked against "
+                          "the framework's forward or a --reference")
+    seed: int = option(0, "seed of the random inputs a model that reads bits is checked on")
+    data_dir: str | None = option(None, _DATA_DIR_HELP)
+
+    def __post_init__(self):
+        check_fields(self)
+        if self.image_shape and len(self.image_shape) not in (2, 3):
+            raise ConfigError(f"image_shape must be H,W or H,W,C, got "
+                              f"{','.join(map(str, self.image_shape))}")
+        if not isinstance(self.verify, bool):
+            raise ConfigError(f"verify must be true or false, got {self.verify!r}")

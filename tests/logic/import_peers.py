@@ -1,0 +1,132 @@
+"""Small real models trained with difflogic and torchlogix themselves, for
+tests/logic/test_import.py, and the script that writes the committed fixtures.
+
+The peers are not kairo dependencies. With them importable (docs/notes/logic_import.md: a
+``pip install --no-deps --target`` folder on ``PYTHONPATH``), the tests train these models on
+the spot; the fixtures in tests/logic/data/ let the tests without them read real files too:
+
+    PYTHONPATH=/tmp/peers python tests/logic/import_peers.py --out tests/logic/data
+
+writes ``difflogic_mnist.pt`` / ``torchlogix_mnist.pt`` (``torch.save(model)`` of the trained
+``nn.Sequential``) and ``*_reference.npz`` (the framework's own eval forward on the first
+MNIST test images, :func:`kairo.logic.write_reference`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+N_TRAIN, N_TEST = 600, 100
+
+
+def mnist_subset(n_train: int = N_TRAIN):
+    """The first ``n_train`` MNIST training images and all test images, uint8 (n, 784)."""
+    from kairo.data import load_images
+
+    m = load_images("mnist")
+    return (m.x_train[:n_train].reshape(n_train, -1), m.y_train[:n_train],
+            m.x_test.reshape(len(m.x_test), -1), m.y_test)
+
+
+def _train(model, x, y, steps: int, lr: float, batch: int = 100, seed: int = 0):
+    import contextlib
+    import io
+
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    y = torch.as_tensor(np.array(y), dtype=torch.int64)
+    model.train()
+    with contextlib.redirect_stdout(io.StringIO()):     # difflogic prints index dtypes
+        for _ in range(steps):
+            i = torch.randint(0, len(x), (batch,), generator=g)
+            loss = torch.nn.functional.cross_entropy(model(x[i]), y[i])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    return model.eval()
+
+
+def difflogic_model(dl, x: np.ndarray, y: np.ndarray, widths=(400, 200), k: int = 10,
+                    tau: float = 10.0, steps: int = 300, seed: int = 0, cuda_attrs: bool = True,
+                    lr: float = 0.05):
+    """difflogic's own nn.Sequential(Flatten, LogicLayer…, GroupSum), trained with its
+    pure-python implementation on ``x / 255 > 0.5`` (``x.round()`` of ToTensor images, as its
+    MNIST experiments binarize). ``cuda_attrs``: afterwards the layers carry ``device="cuda"``
+    and ``implementation="cuda"`` as a GPU-trained model does (the tensors stay on the CPU)."""
+    import torch
+
+    torch.manual_seed(seed)
+    layers, n = [torch.nn.Flatten()], x.shape[1]
+    for w in widths:
+        layers.append(dl.LogicLayer(n, w, device="cpu", implementation="python",
+                                    connections="unique" if n <= 2 * w else "random"))
+        n = w
+    model = torch.nn.Sequential(*layers, dl.GroupSum(k, tau, device="cpu"))
+    bits = (torch.from_numpy(np.array(x)).float().div(255) > 0.5).float()
+    _train(model, bits, y, steps, lr=lr, seed=seed)
+    if cuda_attrs:
+        for m in model:
+            if isinstance(m, dl.LogicLayer):
+                m.device, m.implementation = "cuda", "cuda"
+    return model
+
+
+def torchlogix_model(x: np.ndarray, y: np.ndarray, k: int = 10, tau: float = 10.0,
+                     steps: int = 300, seed: int = 0):
+    """torchlogix's own layers: FixedBinarization (two thresholds on ToTensor's [0, 1] values),
+    Flatten, LogicDense raw → warp → light with learnable connections, GroupSum(β = 0.5)."""
+    import torch
+    from torchlogix.layers import FixedBinarization, GroupSum, LogicDense
+
+    torch.manual_seed(seed)
+    model = torch.nn.Sequential(
+        FixedBinarization(torch.tensor([0.3, 0.6])), torch.nn.Flatten(),
+        LogicDense(1568, 800, parametrization="raw"),
+        LogicDense(800, 400, parametrization="warp"),
+        LogicDense(400, 200, parametrization="light", connections="learnable",
+                   connections_kwargs={"num_candidates": 2}),
+        GroupSum(k, tau, beta=0.5))
+    values = torch.from_numpy(np.array(x).reshape(-1, 1, 28, 28)).float().div(255)
+    return _train(model, values, y, steps, lr=0.05, seed=seed)
+
+
+def import_torchlogix():
+    """torchlogix as kairo imports it (torchlogix.circuit needs Python ≥ 3.12)."""
+    from kairo.logic._import import _framework
+
+    return _framework("torchlogix")
+
+
+def main(argv=None) -> int:
+    import torch
+
+    from kairo.logic import framework_forward, read_model, write_reference
+    from kairo.logic._import import _framework
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, default=Path(__file__).parent / "data")
+    args = ap.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    xtr, ytr, xte, yte = mnist_subset()
+    for name, make in (("difflogic", lambda: difflogic_model(_framework("difflogic"), xtr, ytr)),
+                       ("torchlogix", lambda: (import_torchlogix(),
+                                               torchlogix_model(xtr, ytr))[1])):
+        path = args.out / f"{name}_mnist.pt"
+        torch.save(make(), path)
+        model = read_model(path, input={"thresholds": (0.5,)} if name == "difflogic" else None)
+        ref = framework_forward(model, xte[:N_TEST])
+        write_reference(args.out / f"{name}_mnist_reference.npz", model, xte[:N_TEST], ref)
+        acc = float((ref["scores"].argmax(1) == yte[:N_TEST]).mean())
+        print(f"{path}: {path.stat().st_size / 1024:.0f} KiB, {model.n_gates} gates, "
+              f"accuracy {acc:.2%} on {N_TEST} test images")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
