@@ -1,4 +1,4 @@
-"""Training and inference speed of kairo.attention's classifiers against torch.nn.TransformerEncoder
+"""Training and inference speed of kairo.tsc's classifiers against torch.nn.TransformerEncoder
 and tsai's TST / ResNet, with a same-computation check and an optional equal-budget accuracy run.
 
 Sections (each records the load average before and after, because the machine is shared):
@@ -205,7 +205,7 @@ def thread_probe(steps: int = 3) -> dict:
     On an idle machine 2 threads are faster; when other jobs hold the cores, OpenMP barriers
     stall and 2 threads can be many times slower, which makes every 2-thread figure here
     contention-bound (compare ratios only)."""
-    from kairo.attention import ModelConfig, build_classifier
+    from kairo.tsc import ModelConfig, build_classifier
 
     before = torch.get_num_threads()
     rec = {}
@@ -374,7 +374,7 @@ def copy_torch_layer(src: nn.TransformerEncoderLayer, block) -> None:
 
 def paired_layers(norm_first: bool, seed: int = SEED, dropout: float = 0.1):
     """A torch layer at kairo's size and a kairo block holding its weights, both in eval mode."""
-    from kairo.attention import TransformerBlock
+    from kairo.tsc import TransformerBlock
 
     torch.manual_seed(seed)
     ref = nn.TransformerEncoderLayer(dropout=dropout, norm_first=norm_first, **TORCH_SAME_SIZE)
@@ -413,7 +413,7 @@ def equivalence_check(seed: int = SEED, b: int = 4, t: int = 50) -> dict:
 
 # ------------------------------------------------------------------------------- kairo models
 def kairo_builders(length: int, n_classes: int) -> dict:
-    from kairo.attention import ModelConfig, build_classifier
+    from kairo.tsc import ModelConfig, build_classifier
 
     def kairo(attn_dropout: float = 0.0, **kw):
         def build():
@@ -467,7 +467,7 @@ def _no_head_norm(model: nn.Module) -> nn.Module:
 def kairo_acc_builders(resnet_ablation: bool = False) -> dict:
     """(n_channels, n_classes, length) → model, for the accuracy runs. ``resnet_ablation`` adds
     kairo ResNets that differ from the default in one or all of the ways tsai's ResNet does."""
-    from kairo.attention import ModelConfig, build_classifier
+    from kairo.tsc import ModelConfig, build_classifier
 
     def kairo(*edits, **kw):
         def build(c, k, t):
@@ -507,7 +507,7 @@ def kairo_acc_builders(resnet_ablation: bool = False) -> dict:
 def accuracy_data(quick: bool, names=None) -> dict:
     """GunPoint (50 train / 150 test, length 150) and MNIST-1D (4000 / 1000, length 40),
     z-normalized per series (``names``: only these)."""
-    from kairo.attention import load_dataset, znormalize
+    from kairo.tsc import load_dataset, znormalize
 
     out = {}
     for name in names or ("GunPoint", "MNIST1D"):
@@ -762,7 +762,7 @@ def main(argv=None) -> int:
     stem = "attention_speed" + ("_accuracy" if args.accuracy_only else "")
     out = args.out or RESULTS / f"{stem}{'_quick' if args.quick else ''}.json"
 
-    from kairo.runs import cpu_model, environment
+    from kairo.results import cpu_model, environment
 
     res = {"date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
            "command": " ".join(["python"] + sys.argv), "quick": args.quick,
@@ -857,7 +857,7 @@ def main(argv=None) -> int:
                 "models": cfg.get("acc_models", "all"),
                 "optimizer": "AdamW(lr 1e-3, weight_decay 0.01), constant lr, no clipping, "
                              "same loop for every model (tsai's too, not fastai's fit)",
-                "data": "z-normalized per series (kairo.attention.znormalize); MNIST1D length "
+                "data": "z-normalized per series (kairo.tsc.znormalize); MNIST1D length "
                         "40, generated with seed 0; models use mean pooling (kairo) as above"}
 
     res["loadavg_end"] = loadavg()

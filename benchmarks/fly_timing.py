@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from kairo.runs import environment
-from kairo.embodied import (FlyConfig, TrialsConfig, VideoRecorder, make_controller, run_trial,
+from kairo.results import environment
+from kairo.fly import (FlyConfig, TrialsConfig, VideoRecorder, make_controller, run_trial,
                             run_trials)
 
 from _common import atomic_write_json

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from _common import atomic_write_json, loadavg, section
 
-from kairo.runs import cpu_model
+from kairo.results import cpu_model
 
 ROOT = Path(__file__).resolve().parent
 

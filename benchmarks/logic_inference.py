@@ -53,7 +53,7 @@ import numpy as np
 from kairo.logic import (ANCHOR_BATCH, ANCHOR_FLAGS, AnchorCircuit, Circuit, bench_circuit,
                          bench_images, read_bandwidth, time_calls)
 from kairo.logic.backends import build_shared_library, compile_c, find_compiler
-from kairo.runs import cpu_model
+from kairo.results import cpu_model
 
 from _common import atomic_write_json, loadavg, pip_install_no_deps
 

@@ -37,7 +37,7 @@ from _common import atomic_write_json, loadavg  # noqa: E402
 
 import torch  # noqa: E402
 
-from kairo.runs import cpu_model  # noqa: E402
+from kairo.results import cpu_model  # noqa: E402
 from kairo.logic import LogicDense, fused_available, fused_threads  # noqa: E402
 
 SIZES = [(2352, 4000, 8), (2352, 4000, 16), (4000, 4000, 8)]

@@ -70,7 +70,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from kairo.runs import cpu_model
+from kairo.results import cpu_model
 from kairo.logic import LogicConv2d, LogicTrainConfig, build_model, fused_threads, load_data
 
 from _common import atomic_write_json, loadavg, pip_install_no_deps

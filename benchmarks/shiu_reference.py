@@ -82,7 +82,7 @@ from _common import atomic_write_json, loadavg, section
 
 from kairo.connectome import load_connectome, load_shiu, save_shiu, synthetic_flywire
 from kairo.reservoir import LIFNetwork, LIFParams, ScreenConfig, screen_experiment
-from kairo.runs import cpu_model
+from kairo.results import cpu_model
 
 SEED = 63                       # the number: kairo's screen seed (the control: 64)
 TRAIN_RATE_HZ = 150.0           # the given input train's rate (part 1)

@@ -37,8 +37,8 @@ import time
 from pathlib import Path
 
 from kairo.cli import execute, make_config
-from kairo.runs import environment
-from kairo.store import Store
+from kairo.results import environment
+from kairo.runs import Store
 from kairo.sweep import grid_points, run_sweep, spec_from_dict
 
 from _common import atomic_write_json, loadavg

@@ -56,7 +56,7 @@ def _default(name: str, rec: dict) -> None:
 
 
 def _member(name: str, sam: str | None, rec: dict) -> None:
-    from kairo.attention import TransformerClassifier, load_dataset
+    from kairo.tsc import TransformerClassifier, load_dataset
 
     train, test = load_dataset(name, "train"), load_dataset(name, "test")
     labels = np.asarray(train.classes)
@@ -75,7 +75,7 @@ def _minirocket(name: str, rec: dict) -> None:
     import torch
     from aeon.classification.convolution_based import MiniRocketClassifier
 
-    from kairo.attention import load_dataset, znormalize
+    from kairo.tsc import load_dataset, znormalize
 
     torch.set_num_threads(1)
     train, test = load_dataset(name, "train"), load_dataset(name, "test")
@@ -92,7 +92,7 @@ def main(argv=None) -> int:
     p.add_argument("--datasets", default=",".join(DATASETS))
     p.add_argument("--out", type=Path, required=True)
     a = p.parse_args(argv)
-    from kairo.runs import environment
+    from kairo.results import environment
 
     results: dict = {"environment": environment(), "loadavg_start": loadavg(), "sections": {}}
     for name in a.datasets.split(","):

@@ -1,5 +1,5 @@
 """tsml-eval's evaluation runs kairo's scikit-learn estimator: ``run_classification_experiment``
-fits and tests :class:`kairo.attention.TransformerClassifier` on aeon's shipped GunPoint, one
+fits and tests :class:`kairo.tsc.TransformerClassifier` on aeon's shipped GunPoint, one
 experiment per resample, and writes its result files; the script then reads tsml-eval's accuracy
 back and checks it against the same estimator fitted directly on the same split.
 
@@ -19,7 +19,7 @@ Per resample the script records: tsml-eval's test accuracy (line 3 of its
 ``TransformerClassifier`` with the same parameters and ``random_state=r`` fitted directly on the
 same split (the original string labels, ``X`` as [n, 1, 150]), whether the two agree (accuracy,
 every prediction, probabilities to the digits tsml-eval writes), and whether kairo's own
-``kairo.attention.stratified_resample`` gives the indices of tsml-eval's
+``kairo.tsc.stratified_resample`` gives the indices of tsml-eval's
 ``stratified_resample_data_indices`` (and so the arrays ``stratified_resample_data`` drew).
 ``<out>/summary.json`` adds the versions, load averages, CPU model and wall times.
 
@@ -130,8 +130,8 @@ def main(argv=None) -> dict:
     from tsml_eval.utils.resampling import (stratified_resample_data,
                                             stratified_resample_data_indices)
 
-    from kairo.attention import TransformerClassifier, stratified_resample
-    from kairo.runs import cpu_model
+    from kairo.tsc import TransformerClassifier, stratified_resample
+    from kairo.results import cpu_model
 
     resamples = [int(r) for r in args.resamples.split(",") if r.strip()]
     out = Path(args.out)
@@ -219,7 +219,7 @@ def main(argv=None) -> dict:
         "script": "benchmarks/tsml_eval_run.py",
         "argv": sys.argv[1:] if argv is None else list(argv),
         "dataset": args.dataset,
-        "estimator": "kairo.attention.TransformerClassifier",
+        "estimator": "kairo.tsc.TransformerClassifier",
         "estimator_params": {k: v for k, v in TransformerClassifier(**params).get_params()
                              .items() if k != "random_state"},
         "random_state": "resample id (tsml-eval's classification_experiments convention)",

@@ -36,7 +36,7 @@ def test_environment_records_the_cpu(monkeypatch):
     """The same seed trains to other weights on another CPU, so runs record which."""
     import sys
 
-    from kairo import _runs
+    from kairo import _results
 
     cpuinfo = ("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 23\nmodel\t\t: 49\n"
                "model name\t: AMD EPYC\nflags\t\t: fpu sse2 avx avx2 fma\n\nprocessor\t: 1\n"
@@ -50,9 +50,9 @@ def test_environment_records_the_cpu(monkeypatch):
         return real_open(path, *a, **k)
 
     monkeypatch.setattr("builtins.open", fake_open)
-    assert _runs.cpu_flags() == {"fpu", "sse2", "avx", "avx2", "fma"}
-    assert _runs.cpu_model() == "AMD EPYC family 23 model 49 (avx2)"
-    env = _runs.environment()
+    assert _results.cpu_flags() == {"fpu", "sse2", "avx", "avx2", "fma"}
+    assert _results.cpu_model() == "AMD EPYC family 23 model 49 (avx2)"
+    env = _results.environment()
     assert env["cpu"] == "AMD EPYC family 23 model 49 (avx2)"
     if "torch" in sys.modules:
         assert env["torch_cpu_capability"] == sys.modules["torch"].backends.cpu.\
@@ -136,7 +136,7 @@ def test_demo_quick(tmp_path, capsys, caplog):
     html = (out / "report.html").read_text()
     assert html.count('<section id="') == sections and "fly-run" in html
     # every step is a run in the store, inside the demo's run, pointing at its final folder
-    from kairo.store import Store
+    from kairo.runs import Store
 
     st = Store(os.environ["KAIRO_STORE"])
     demo = [r for r in st.runs(command="demo") if r.out == str(out.absolute())][-1]
@@ -189,7 +189,7 @@ def test_tsc_grid_records_torch_kernels_and_resnet_layout(tmp_path):
                  "--d-model", "8", "--blocks", "1", "--patience", "0", "--workers", "2",
                  "--out", str(out)]) == 0
     run = json.loads((out / "run.json").read_text())
-    code = ("import torch; from kairo.attention._encoders import resnet_layout; "
+    code = ("import torch; from kairo.tsc._encoders import resnet_layout; "
             "print(torch.backends.cpu.get_cpu_capability(), resnet_layout('auto'))")
     here = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True).stdout.split()
@@ -227,7 +227,7 @@ def test_run_records_hold_resolved_values_inputs_and_files(tmp_path):
     wrote reach run.json; the config keeps what was asked for."""
     import dataclasses
 
-    from kairo import _io, _runs
+    from kairo import _io, _results
 
     @dataclasses.dataclass(frozen=True)
     class Cfg:
@@ -236,7 +236,7 @@ def test_run_records_hold_resolved_values_inputs_and_files(tmp_path):
 
     data = tmp_path / "in.txt"
     data.write_text("data")
-    with _runs.ResultsDir(tmp_path / "run", command="test", config=Cfg()) as rd:
+    with _results.ResultsDir(tmp_path / "run", command="test", config=Cfg()) as rd:
         rd.resolve("engine", "scipy")
         rd.record_input("in", data)
         rd.add("x.txt", "x")

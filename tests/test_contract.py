@@ -221,7 +221,7 @@ def test_single_file_output_obeys_overwrite(name, cmd, tmp_path, request):
     assert "overwrite" in fields and field_kind(cmd.config, "overwrite") == (bool, False)
     assert fields["overwrite"].default is False
     if name in NEEDS_A_DISPLAY:
-        pytest.skip("needs a display (tests/embodied run it under Xvfb)")
+        pytest.skip("needs a display (tests/fly run it under Xvfb)")
     cfg = _default_config(cmd, tmp_path, request.getfixturevalue("real_inputs"))
     out = Path(cfg.output)
     assert execute(cmd, cfg).out is None and out.is_file()
@@ -255,7 +255,7 @@ def test_booleans_are_switches(name, cmd):
 def test_default_config_round_trips_through_config_yaml(name, cmd, tmp_path):
     from kairo._app import make_config
     from kairo._config import load_config_file
-    from kairo._runs import ResultsDir
+    from kairo._results import ResultsDir
 
     cfg = _default_config(cmd)
     with ResultsDir(tmp_path / "run", command=name, config=cfg):

@@ -140,15 +140,15 @@ def test_the_cycle_finder_finds_circles():
 LAYERS = (
     ("kairo._errors",),                                 # the errors every layer raises
     ("kairo._io", "kairo._config", "kairo._command"),   # atomic writes, hashing; config fields
-    ("kairo.data", "kairo.store"),                      # data directory; results store
-    ("kairo._runs",),                                   # ResultsDir, the environment record
+    ("kairo.data", "kairo.runs"),                      # data directory; results store
+    ("kairo._results",),                                   # ResultsDir, the environment record
     ("kairo._app",),                                    # the registry and execute
 )
 LAYER = {unit: i for i, units in enumerate(LAYERS) for unit in units}
 
 
 def _unit(module: str) -> str:
-    """The top-level unit a module belongs to: ``kairo.data._store`` → ``kairo.data``."""
+    """The top-level unit a module belongs to: ``kairo.data._files`` → ``kairo.data``."""
     return ".".join(module.split(".")[:2])
 
 
@@ -202,7 +202,7 @@ def test_the_layer_check_names_the_offending_import():
     assert _layer_violations(imports, {"a": 0, "b": 1}) == [
         "a.py:7: a imports b: a is layer 0, b layer 1",
         "a.py:9: a imports c: a is layer 0, c in no layer"]
-    assert _unit("kairo.data._store") == "kairo.data" and _unit("kairo._io") == "kairo._io"
+    assert _unit("kairo.data._files") == "kairo.data" and _unit("kairo._io") == "kairo._io"
 
 
 def test_the_architecture_page_shows_the_layers():
@@ -282,7 +282,7 @@ def test_every_family_has_a_config_module():
 
 
 
-@pytest.mark.parametrize("family", ["attention", "embodied", "logic", "reservoir"])
+@pytest.mark.parametrize("family", ["tsc", "fly", "logic", "reservoir"])
 def test_families_load_names_on_first_use_through_one_helper(family):
     """Every family's lazy names go through kairo._lazy.lazy_exports: no hand-written
     __getattr__; each public name resolves, an unknown one is an AttributeError naming it,

@@ -16,14 +16,14 @@ PRIVATE_MODULE = re.compile(r"^kairo(\.\w+)*\._\w+")
 
 def test_kairo_runs_re_exports_the_private_objects():
     import kairo._io
-    import kairo._runs
-    import kairo.runs
+    import kairo._results
+    import kairo.results
 
     assert {"environment", "cpu_model", "atomic_folder", "atomic_write", "atomic_write_text",
-            "ResultsDir", "file_sha256"} <= set(kairo.runs.__all__)
-    for name in kairo.runs.__all__:
-        home = kairo._runs if name in kairo._runs.__all__ else kairo._io
-        assert getattr(kairo.runs, name) is getattr(home, name), name
+            "ResultsDir", "file_sha256"} <= set(kairo.results.__all__)
+    for name in kairo.results.__all__:
+        home = kairo._results if name in kairo._results.__all__ else kairo._io
+        assert getattr(kairo.results, name) is getattr(home, name), name
 
 
 def test_kairo_stats_re_exports_the_private_objects():
@@ -68,7 +68,7 @@ def _scripts() -> list[Path]:
 
 def private_imports(path: Path, root: Path = REPO) -> list[str]:
     """``file:line: names`` of each import (at any depth, inside functions too) that names
-    a private kairo module (``kairo._runs``, ``kairo.attention._compare``) or imports a
+    a private kairo module (``kairo._results``, ``kairo.tsc._compare``) or imports a
     private name from a kairo module (``from kairo.logic import _bench``)."""
     tree = ast.parse(path.read_text(), str(path))
     found = []
@@ -89,13 +89,13 @@ def private_imports(path: Path, root: Path = REPO) -> list[str]:
 
 def test_the_private_import_check_finds_each_form(tmp_path):
     f = tmp_path / "probe.py"
-    f.write_text("from kairo._runs import environment\n"
+    f.write_text("from kairo._results import environment\n"
                  "def g():\n"
-                 "    from kairo.attention._grid import run_grid\n"
+                 "    from kairo.tsc._grid import run_grid\n"
                  "    from kairo.logic import (Circuit,\n"
                  "                             _bench as bb)\n"
                  "import kairo._stats as st\n"
-                 "from kairo.runs import environment\n"
+                 "from kairo.results import environment\n"
                  "from kairo import ConfigError, __version__\n"
                  "import _common\n"
                  "CODE = 'from kairo._app import execute'\n")
@@ -109,5 +109,5 @@ def test_benchmarks_and_scripts_import_no_private_kairo_module():
     scripts = _scripts()
     assert any(p.name == "attention_speed.py" for p in scripts)        # the glob found them
     found = [line for p in scripts for line in private_imports(p)]
-    assert not found, ("import the public API instead (kairo.runs, kairo.stats, kairo.cli, "
-                       "kairo.attention, kairo.logic):\n" + "\n".join(found))
+    assert not found, ("import the public API instead (kairo.results, kairo.stats, kairo.cli, "
+                       "kairo.tsc, kairo.logic):\n" + "\n".join(found))

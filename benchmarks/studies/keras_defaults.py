@@ -1,5 +1,5 @@
 """Should Keras's head and initialisation (``--head-norm false --weight-init glorot``) become
-the default of kairo's ResNet? The pre-registered rule of docs/attention.md ("Keras's
+the default of kairo's ResNet? The pre-registered rule of docs/tsc.md ("Keras's
 defaults"), applied to the committed refit tables.
 
 No training here: each dataset's runs with the two options are compared with the default
@@ -127,7 +127,7 @@ def compare(variant: dict, default: dict, paired: bool, n_test: int, dataset: st
     from scipy import stats
 
     from kairo.stats import welch_p
-    from kairo.attention._reference import resnet_test
+    from kairo.tsc._reference import resnet_test
 
     if paired:
         seeds = sorted(set(variant) & set(default))
@@ -184,7 +184,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, help="write the comparison as JSON")
     args = ap.parse_args(argv)
-    from kairo.attention import load_dataset
+    from kairo.tsc import load_dataset
 
     per = {}
     for ds, (var_paths, def_paths, paired) in PROTOCOL.items():

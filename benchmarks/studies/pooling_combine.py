@@ -74,9 +74,9 @@ def read_runs(dirs) -> pd.DataFrame:
 
 
 def main(argv=None) -> int:
-    from kairo.attention._compare import comparison_figure, pooling_tests
-    from kairo.attention._grid import summarize
-    from kairo.runs import atomic_folder
+    from kairo.tsc._compare import comparison_figure, pooling_tests
+    from kairo.tsc._grid import summarize
+    from kairo.results import atomic_folder
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dirs", nargs="+",

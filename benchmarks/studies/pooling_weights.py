@@ -1,6 +1,6 @@
 """Where do the trained attention pools look? The pooling weights of the compare-pooling models.
 
-docs/attention.md's pooling comparison found that neither attention pooling head beats mean
+docs/tsc.md's pooling comparison found that neither attention pooling head beats mean
 pooling. This study asks why: it trains the comparison's attention and multi-head attention
 pools (both encoders, the four datasets, the comparison's exact options) and summarises each
 model's pooling weights over its whole test split with ``kairo tsc maps`` (``pooling.csv``):
@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))     # benchmarks/: 
 from _common import atomic_write_json, loadavg  # noqa: E402
 
 DATASETS = ("GunPoint", "ArrowHead", "ItalyPowerDemand", "JapaneseVowels")
-# the options of docs/attention.md's compare-pooling commands
+# the options of docs/tsc.md's compare-pooling commands
 OPTIONS = ["--blocks", "2", "--d-model", "64", "--tokens", "step", "--lr", "2e-3",
            "--epochs", "300", "--patience", "100"]
 QUICK = ["--blocks", "1", "--d-model", "16", "--n-heads", "2", "--epochs", "3",
@@ -81,7 +81,7 @@ def _seeds(text: str) -> list[int]:
 
 
 def main(argv=None) -> int:
-    from kairo.runs import environment
+    from kairo.results import environment
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--datasets", default=",".join(DATASETS))

@@ -9,7 +9,7 @@ pairing removes the seed-to-seed spread (5–7 test series on ArrowHead) from th
 Fawaz et al.'s five ResNet runs per dataset (``_published.py``) are the reference.
 
 Protocol, fixed before the first run (2026-12-01): the datasets, seeds, epochs and batch sizes
-are those of docs/attention.md's benchmark commands (ArrowHead seeds 0–19, GunPoint 0–9,
+are those of docs/tsc.md's benchmark commands (ArrowHead seeds 0–19, GunPoint 0–9,
 ItalyPowerDemand 0–2 at 600 epochs / batch 8; OSULeaf 0–5, ACSF1 0–1 at 300 / batch 16).
 ``recompute`` becomes the default only if (a) on no dataset its mean test accuracy is lower
 than ``running``'s by more than one test series, and (b) the mean of the per-dataset paired
@@ -46,7 +46,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))     # benchmarks/: _common
 from _common import atomic_write_json, loadavg  # noqa: E402
 
-# dataset → (seeds, epochs, batch): the settings of docs/attention.md's benchmark commands
+# dataset → (seeds, epochs, batch): the settings of docs/tsc.md's benchmark commands
 PROTOCOL = {"ArrowHead": (20, 600, 8), "GunPoint": (10, 600, 8),
             "ItalyPowerDemand": (3, 600, 8), "OSULeaf": (6, 300, 16), "ACSF1": (2, 300, 16)}
 
@@ -54,7 +54,7 @@ PROTOCOL = {"ArrowHead": (20, 600, 8), "GunPoint": (10, 600, 8),
 @functools.lru_cache(maxsize=None)
 def _splits(dataset: str, length: int):
     """The train and test splits, loaded once per worker process as run_grid's own runs do."""
-    from kairo.attention import load_dataset
+    from kairo.tsc import load_dataset
 
     return (load_dataset(dataset, "train", mnist1d_length=length),
             load_dataset(dataset, "test", mnist1d_length=length))
@@ -64,8 +64,8 @@ def paired_run(job: dict) -> dict:
     """One refit run (in a worker): fit, test as trained, recompute the statistics, test."""
     import torch
 
-    from kairo.attention import ModelConfig, TrainConfig, evaluate, fit, recompute_bn_stats
-    from kairo.attention._train import scale_input
+    from kairo.tsc import ModelConfig, TrainConfig, evaluate, fit, recompute_bn_stats
+    from kairo.tsc._train import scale_input
 
     torch.set_num_threads(job["threads"])
     train, test = _splits(job["dataset"], job["mnist1d_length"])
@@ -92,8 +92,8 @@ def summarize(rows, datasets) -> dict:
     import numpy as np
     from scipy import stats
 
-    from kairo.attention._published import RESNET_FAWAZ2019_RUNS
-    from kairo.attention._reference import resnet_test
+    from kairo.tsc._published import RESNET_FAWAZ2019_RUNS
+    from kairo.tsc._reference import resnet_test
 
     out = {}
     for ds in datasets:
@@ -171,8 +171,8 @@ def main(argv=None) -> int:
         print(json.dumps(decide(merged["benchmark"], merged["train"] or None), indent=2))
         return 0
 
-    from kairo.attention import ModelConfig, TrainConfig
-    from kairo.attention._grid import run_grid
+    from kairo.tsc import ModelConfig, TrainConfig
+    from kairo.tsc._grid import run_grid
 
     datasets = [d.strip() for d in args.datasets.split(",") if d.strip()]
     bad = [d for d in datasets if d not in PROTOCOL]

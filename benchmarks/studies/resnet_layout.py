@@ -7,7 +7,7 @@ says which layout ``layout="auto"`` picks here.
 Channels-last was the faster layout on an AVX-512 EPYC (2026-11-30); on an AVX2-only EPYC
 (2026-12-02) kairo's channels-last ResNet fell to 0.75× tsai's in training. This probe separates
 the layout from everything else that differs from tsai's model, and is the evidence behind
-``kairo.attention._encoders.resnet_layout``'s rule.
+``kairo.tsc._encoders.resnet_layout``'s rule.
 
 Usage::
 
@@ -71,8 +71,8 @@ class PlainResNet(nn.Module):
 
 def main(argv=None) -> int:
     from attention_speed import FULL, SEED, time_models
-    from kairo.runs import environment
-    from kairo.attention import ModelConfig, build_classifier
+    from kairo.results import environment
+    from kairo.tsc import ModelConfig, build_classifier
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=5, help="timed repeats per model")
@@ -107,7 +107,7 @@ def main(argv=None) -> int:
     if max(diff.values()) > 1e-4:
         print(f"kairo's layouts and the [B, C, T] copy differ: max |Δ| {diff}", file=sys.stderr)
         return 1
-    from kairo.attention._encoders import resnet_layout
+    from kairo.tsc._encoders import resnet_layout
 
     env = environment()          # torch is imported: its kernels are recorded
     res = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),

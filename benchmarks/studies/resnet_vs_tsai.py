@@ -42,8 +42,8 @@ KAIRO = {"kairo_resnet": (8, 5, 3), "kairo_resnet_k753": (7, 5, 3)}
 
 
 def main(argv=None) -> int:
-    from kairo.runs import environment
-    from kairo.attention import ModelConfig, build_classifier
+    from kairo.results import environment
+    from kairo.tsc import ModelConfig, build_classifier
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=8, help="paired rounds (default 8)")

@@ -21,7 +21,7 @@ def step_times(length: int, compiled: bool, steps: int = 20) -> dict:
     import torch
     from torch import nn
 
-    from kairo.attention import ModelConfig, build_classifier
+    from kairo.tsc import ModelConfig, build_classifier
 
     torch._dynamo.reset()         # each length compiled afresh, as in its own process
     torch.manual_seed(0)

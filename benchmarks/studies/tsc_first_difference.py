@@ -6,7 +6,7 @@ its own scale. Each seed is scored once on the test split; its test probabilitie
 so ensembles are scored from them: of k members, consecutive seeds (0…k−1, k…2k−1, …; for
 k = 2 the pairs `--ensemble 2` makes). With `--no-diff` it trains the default itself (its
 members equal `tsc_attention/ensemble2/member_runs.csv`'s), which measures how far averaging
-more members goes. docs/notes/attention.md, "The first difference as a second channel".
+more members goes. docs/notes/tsc.md, "The first difference as a second channel".
 
 Usage::
 
@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from kairo.attention import (ModelConfig, TrainConfig, TSData, fit, load_dataset,
+from kairo.tsc import (ModelConfig, TrainConfig, TSData, fit, load_dataset,
                              predict)
 
 

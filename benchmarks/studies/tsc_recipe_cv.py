@@ -1,8 +1,8 @@
 """Cross-validation on a training split, for choosing the Transformer's default recipe without
-looking at the test split (docs/notes/attention.md, "The default recipe").
+looking at the test split (docs/notes/tsc.md, "The default recipe").
 
 Each call scores one variant of the default on one dataset: stratified k-fold CV of the
-training split (fold f trains with seed 100·seed + f), through ``kairo.attention.fit``, and
+training split (fold f trains with seed 100·seed + f), through ``kairo.tsc.fit``, and
 appends one JSON line (the variant, per-fold and mean accuracy, the load average) to --out.
 
     python benchmarks/studies/tsc_recipe_cv.py --dataset ArrowHead --folds 3 --tag stem2 \
@@ -37,8 +37,8 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path, required=True, help="JSON-lines file to append to")
     a = p.parse_args(argv)
 
-    from kairo.attention import ModelConfig, TrainConfig, evaluate, fit, load_dataset
-    from kairo.attention._grid import cv_folds
+    from kairo.tsc import ModelConfig, TrainConfig, evaluate, fit, load_dataset
+    from kairo.tsc._grid import cv_folds
 
     model = ModelConfig(**json.loads(a.model))
     train = TrainConfig(**{"threads": 1, "seed": a.seed, **json.loads(a.train)})

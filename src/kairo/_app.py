@@ -3,7 +3,7 @@ data by its family.
 
 A command is a frozen config class (help, choices and bounds on its fields, see
 :func:`~kairo._config.option`) and a function ``run(cfg, rd) -> summary`` that computes
-through the family's public API and writes through the :class:`~kairo._runs.ResultsDir` it
+through the family's public API and writes through the :class:`~kairo._results.ResultsDir` it
 is handed. The CLI, the demo and the tests iterate the registry (:func:`commands`);
 :func:`execute` is the one path every run takes.
 """
@@ -27,8 +27,8 @@ log = logging.getLogger(__name__)
 
 # the modules whose ``COMMANDS`` list makes up the registry, in the order ``kairo --help``
 # shows them; each is torch-free at import (heavy modules are imported inside ``run``)
-FAMILIES = ("kairo.reservoir._commands", "kairo.embodied._commands", "kairo.logic._commands",
-            "kairo.attention._commands", "kairo.data._commands", "kairo.store._commands",
+FAMILIES = ("kairo.reservoir._commands", "kairo.fly._commands", "kairo.logic._commands",
+            "kairo.tsc._commands", "kairo.data._commands", "kairo.runs._commands",
             "kairo.report._commands", "kairo.sweep._commands", "kairo.demo")
 
 
@@ -90,15 +90,15 @@ def execute(command: Command | str, cfg, *, out=None, overwrite: bool = False,
     run.json that records the seed, the resolved values and the SHA-256 of every input.
 
     The run is recorded in the results store (``store``: a path, a
-    :class:`~kairo.store.Store`, ``"none"``, or by default ``$KAIRO_STORE`` else
+    :class:`~kairo.runs.Store`, ``"none"``, or by default ``$KAIRO_STORE`` else
     ``results/kairo.db``): running, then done or failed with its error, duration, metrics and
     files; ``sweep``/``point`` tag a sweep's runs. Runs started inside this one (the demo's
     steps, in this process or its workers) are recorded as its children."""
     import sys
     import time
 
-    from kairo._runs import ResultsDir, default_out, environment
-    from kairo.store import open_store
+    from kairo._results import ResultsDir, default_out, environment
+    from kairo.runs import open_store
 
     cmd = get_command(command) if isinstance(command, str) else command
     if not isinstance(cfg, cmd.config):
@@ -188,7 +188,7 @@ def _config_dict(cfg) -> dict:
 
 def _quietly(fn, *args) -> None:
     """A store write after the run: its results are on disk whatever happens to the record."""
-    from kairo.store import StoreError
+    from kairo.runs import StoreError
 
     try:
         fn(*args)

@@ -89,7 +89,7 @@ def _reservoir_steps(ddir: str, quick: bool) -> list[Step]:
 def _fly_steps(ddir: str, quick: bool) -> list[Step]:
     if importlib.util.find_spec("flygym") is None:
         return []
-    from kairo.embodied import FlyConfig
+    from kairo.fly import FlyConfig
 
     # crossed DN-VNC → legs: the wiring under which the connectome turns toward the odor
     # (docs/fly.md; with ipsilateral wiring it turns away)
@@ -145,7 +145,7 @@ def _logic_steps(ddir: str, quick: bool) -> list[Step]:
 
 
 def _tsc_steps(quick: bool) -> list[Step]:
-    from kairo.attention._config import MapsConfig, TscTrainConfig
+    from kairo.tsc._config import MapsConfig, TscTrainConfig
 
     return [
         Step("tsc-train", "tsc train",
@@ -153,7 +153,7 @@ def _tsc_steps(quick: bool) -> list[Step]:
              TscTrainConfig(dataset="GunPoint", **({"steps": 40} if quick else {})),
              "kairo's default time-series classifier, two Transformers on convolutional "
              "tokens trained side by side and averaged, classifies GunPoint (UCR, shipped in "
-             "the aeon wheel); published: ResNet 0.991, HC2 1.000 (docs/attention.md)."),
+             "the aeon wheel); published: ResNet 0.991, HC2 1.000 (docs/tsc.md)."),
         Step("tsc-maps", "tsc maps",
              MapsConfig(model="tsc-train/model.pt", dataset="GunPoint", series=(0, 1)),
              "Where the first of the two looks: its self-attention over each series."),
@@ -226,7 +226,7 @@ def run_demo(cfg: DemoConfig, rd) -> str:
     text = _report(rd.path, sections, cfg.quick)
     html = [_html_section(rd.path, *section) for section in sections]
     if not any(s.command.startswith("fly") for s in steps):
-        from kairo.embodied import INSTALL_HINT
+        from kairo.fly import INSTALL_HINT
 
         skipped = f"Skipped: the embodied fly needs the [fly] extra — {INSTALL_HINT}."
         log.warning("demo: %s", skipped)

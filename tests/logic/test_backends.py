@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from kairo import KairoError
-from kairo._runs import cpu_flags
+from kairo._results import cpu_flags
 from kairo.logic.backends import (CompiledCircuit, c_source, compile_c, find_compiler,
                                   find_simulator, native_width, simulate_verilog,
                                   verilog_latency, verilog_source, vote_cuts, vote_levels,

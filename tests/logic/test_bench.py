@@ -12,7 +12,7 @@ import pytest
 
 from kairo import DataError, KairoError
 from kairo.cli import main
-from kairo._runs import cpu_flags
+from kairo._results import cpu_flags
 from kairo.logic import Circuit
 from kairo.logic import _bench as BB
 from kairo.logic._circuit import ImageInput

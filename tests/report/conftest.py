@@ -56,7 +56,7 @@ def make_run(tmp_path, png_bytes):
 
 @pytest.fixture
 def store(tmp_path):
-    from kairo.store import Store
+    from kairo.runs import Store
 
     return Store(tmp_path / "kairo.db")
 

@@ -129,7 +129,7 @@ def test_selection(store, runs):
 
 
 def test_an_empty_store_is_named(tmp_path):
-    from kairo.store import Store
+    from kairo.runs import Store
 
     st = Store(tmp_path / "empty.db")
     st.check()

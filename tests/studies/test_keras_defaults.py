@@ -116,7 +116,7 @@ def test_reads_tables_and_bn_stats_json(bench, tmp_path):
 
 
 def test_committed_tables_give_the_documented_figures(bench, tmp_path):
-    """The rows already in docs/attention.md, recomputed from the committed tables."""
+    """The rows already in docs/tsc.md, recomputed from the committed tables."""
     out = tmp_path / "k.json"
     assert bench.main(["--out", str(out)]) == 0
     res = json.loads(out.read_text())
@@ -127,7 +127,7 @@ def test_committed_tables_give_the_documented_figures(bench, tmp_path):
     osu = res["datasets"]["OSULeaf"]
     assert osu["variant_hits"] == [236, 237, 238, 238, 238, 238] and not osu["paired"]
     assert osu["diff_series"] == pytest.approx(0.0, abs=1e-9)
-    # the decision that made the pair the ResNet default (docs/attention.md)
+    # the decision that made the pair the ResNet default (docs/tsc.md)
     assert res["verdict"] == "adopt" and res["not_run_yet"] == []
     assert res["first_wording"]["verdict"] == "keep"
     assert res["first_wording"]["breaks_the_rule"] == ["ItalyPowerDemand"]

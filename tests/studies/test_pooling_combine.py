@@ -27,7 +27,7 @@ def _runs_dir(path, datasets, seeds=3, encoder="resnet"):
 def test_pooling_combine_equals_one_run_over_the_joined_tables(load_benchmark, tmp_path):
     import pandas as pd
 
-    from kairo.attention._compare import pooling_tests
+    from kairo.tsc._compare import pooling_tests
 
     probe = load_benchmark("studies/pooling_combine")
     a = _runs_dir(tmp_path / "a", ["GunPoint", "ArrowHead"])

@@ -57,8 +57,8 @@ def test_an_incomplete_protocol_decides_nothing(bench):
 def test_paired_run_scores_the_running_averages_whatever_the_default(bench):
     import dataclasses
 
-    from kairo.attention import _grid, _inference, _train
-    from kairo.attention import ModelConfig, TrainConfig
+    from kairo.tsc import _grid, _inference, _train
+    from kairo.tsc import ModelConfig, TrainConfig
 
     model = ModelConfig(encoder="resnet", pool="mean", d_model=8, blocks=1)
     train = TrainConfig(epochs=2, batch=16, val_fraction=0.0, seed=0, threads=1)

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.study
 def test_resnet_layout_probe_copies_kairos_function(load_benchmark, train, layout):
     # the layout probe times kairo's ResNet in both layouts against a plain [B, C, T] copy; the
     # timing means something only if the copy computes the same function (train and eval mode)
-    from kairo.attention import ModelConfig, build_classifier
+    from kairo.tsc import ModelConfig, build_classifier
 
     probe = load_benchmark("studies/resnet_layout")
     torch.manual_seed(0)

@@ -15,7 +15,7 @@ def bench(load_benchmark):
 
 
 def test_kairo_753_resnet_has_tsai_resnets_parameter_count(bench):
-    from kairo.attention import ModelConfig, build_classifier
+    from kairo.tsc import ModelConfig, build_classifier
 
     sizes = {ks: bench.n_params(build_classifier(
         ModelConfig(encoder="resnet", blocks=3, pool="mean", kernel_sizes=ks), 1, 10, 700))

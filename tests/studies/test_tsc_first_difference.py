@@ -10,7 +10,7 @@ pytestmark = pytest.mark.study
 
 
 def test_first_difference_channels_and_padding(load_benchmark):
-    from kairo.attention import TSData
+    from kairo.tsc import TSData
 
     study = load_benchmark("studies/tsc_first_difference")
     x = np.array([[[1, 3, 6, 10, 99], [0, 1, 0, 1, 99]],

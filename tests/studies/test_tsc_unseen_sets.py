@@ -12,7 +12,7 @@ pytestmark = pytest.mark.study
 
 
 def test_prepare_writes_what_load_csv_reads_back(load_benchmark, tmp_path):
-    from kairo.attention import load_csv
+    from kairo.tsc import load_csv
 
     study = load_benchmark("studies/tsc_unseen_sets")
     rng = np.random.default_rng(0)

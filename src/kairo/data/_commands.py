@@ -19,7 +19,7 @@ class DataConfig:
 
     def __post_init__(self):
         check_fields(self)
-        from kairo.data._store import REGISTRY
+        from kairo.data._files import REGISTRY
 
         if self.name and self.name not in REGISTRY:
             raise ConfigError(f"name: unknown data set {self.name!r}; registered: "
@@ -27,13 +27,13 @@ class DataConfig:
 
 
 def _path(cfg: DataConfig, rd) -> str:
-    from kairo.data._store import data_dir
+    from kairo.data._files import data_dir
 
     return str(data_dir(cfg.data_dir or None))
 
 
 def _fetch(cfg: DataConfig, rd, *, download: bool = True) -> str:
-    from kairo.data._store import REGISTRY, fetch
+    from kairo.data._files import REGISTRY, fetch
 
     names = [cfg.name] if cfg.name else list(REGISTRY)
     return "\n".join(f"{n}: {fetch(n, cfg.data_dir, download=download)} (checksum ok)"
@@ -45,7 +45,7 @@ def _verify(cfg: DataConfig, rd) -> str:
 
 
 def _sources(cfg: DataConfig, rd) -> str:
-    from kairo.data._store import REGISTRY, SOURCES, data_dir
+    from kairo.data._files import REGISTRY, SOURCES, data_dir
 
     base = data_dir(cfg.data_dir or None)
     lines = ["Registered files (kairo data fetch downloads and checksums them):"]

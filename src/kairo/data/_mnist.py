@@ -8,7 +8,7 @@ import numpy as np
 
 from kairo._errors import DataError
 from kairo.data._idx import read_idx
-from kairo.data._store import fetch
+from kairo.data._files import fetch
 
 __all__ = ["load_mnist", "mnist_files"]
 

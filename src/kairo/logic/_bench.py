@@ -32,7 +32,7 @@ import time
 import numpy as np
 
 from kairo._errors import DataError, KairoError
-from kairo._runs import cpu_model
+from kairo._results import cpu_model
 from kairo.logic._circuit import Circuit
 from kairo.logic.backends import build_shared_library, compile_c
 from kairo.logic.backends._common import C_EXPR, check_circuit

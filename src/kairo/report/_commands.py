@@ -11,7 +11,7 @@ __all__ = ["COMMANDS"]
 
 def _report(cfg: ReportConfig, rd) -> str:
     from kairo.report import demo_runs, select_runs, serve, write_site
-    from kairo.store import require_store
+    from kairo.runs import require_store
 
     if cfg.demo:
         store, runs = demo_runs(cfg.demo)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from kairo._config import check_fields, option
 from kairo._errors import ConfigError
-from kairo.store import RunFilters
+from kairo.runs import RunFilters
 
 __all__ = ["ReportConfig"]
 

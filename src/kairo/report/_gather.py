@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kairo._errors import KairoError
-from kairo.store import read_results
+from kairo.runs import read_results
 
 __all__ = ["RunView", "select_runs", "demo_runs", "view_of_record", "view_of_folder"]
 
@@ -56,7 +56,7 @@ def _slug(text: str) -> str:
 
 
 def view_of_record(rec) -> RunView:
-    """A :class:`~kairo.store.RunRecord` as a view; its folder's files are those the store
+    """A :class:`~kairo.runs.RunRecord` as a view; its folder's files are those the store
     lists (or, for a record without a list, what the folder holds)."""
     folder = rec.folder
     files = list(rec.artifacts)
@@ -120,8 +120,8 @@ def link_children(views: list[RunView]) -> list[RunView]:
 
 def select_runs(store, ids=(), *, command: str = "", where: str = "", since: str = "",
                 sweep: str = "", status: str = "") -> list:
-    """Runs of ``store`` (:class:`~kairo.store.RunRecord`, oldest first): ``ids`` (each must
-    exist) and/or the filters of :meth:`~kairo.store.Store.runs`, with every run started
+    """Runs of ``store`` (:class:`~kairo.runs.RunRecord`, oldest first): ``ids`` (each must
+    exist) and/or the filters of :meth:`~kairo.runs.Store.runs`, with every run started
     inside a selected one (a demo's steps); nothing given selects every run. An empty
     selection is an error naming the store."""
     ids = [int(i) for i in dict.fromkeys(ids)]
@@ -147,7 +147,7 @@ def select_runs(store, ids=(), *, command: str = "", where: str = "", since: str
 def _store_of(folder: Path, run: dict):
     """The store that recorded the run in ``folder`` and its record there, when both are
     still there (else None)."""
-    from kairo.store import Store, StoreError
+    from kairo.runs import Store, StoreError
 
     rec = run.get("store") or {}
     path, run_id = rec.get("path"), rec.get("id")
@@ -166,7 +166,7 @@ def _store_of(folder: Path, run: dict):
 def demo_runs(folder) -> tuple:
     """``(store, runs)`` of a demo results folder (or any results folder with runs inside
     it): through the store that recorded it when it is still there (``runs`` are
-    :class:`~kairo.store.RunRecord`), else read from the folders (``store`` is None, ``runs``
+    :class:`~kairo.runs.RunRecord`), else read from the folders (``store`` is None, ``runs``
     are :class:`RunView` keyed by folder name, in the order they ran)."""
     folder = Path(folder).absolute()
     if not folder.is_dir():

@@ -259,7 +259,7 @@ def _published(datasets: list[str]) -> tuple[dict, str]:
     """classifier → {dataset: accuracy} on the default split, and a note when the published
     tables cannot be read here."""
     try:
-        from kairo.attention import published_table
+        from kairo.tsc import published_table
 
         table = published_table(datasets)
     except Exception as exc:           # aeon missing or its tables moved: say so, go on
@@ -296,7 +296,7 @@ def _tsc_blocks(views, where: Path, root: str) -> list[dict]:
     notes = ["kairo's accuracy on each dataset's test split (every kairo tsc train or "
              "evaluate run) next to published classifiers on the same split: ResNet "
              "(Fawaz 2019), ConvTran (Foumani 2024) and the tables aeon ships (HC2, "
-             "InceptionTime, FreshPRINCE, WEASEL-2.0). docs/attention.md gives the sources."]
+             "InceptionTime, FreshPRINCE, WEASEL-2.0). docs/tsc.md gives the sources."]
     if note:
         notes.append(note)
     return [_block("accuracy per dataset", notes=notes,
@@ -465,11 +465,11 @@ def write_site(folder, store, runs, *, max_rows: int = 50) -> list[str]:
 
 
 def build_site(store, runs, out, *, overwrite: bool = False, max_rows: int = 50) -> Path:
-    """Write the static site of ``runs`` (:class:`~kairo.store.RunRecord` from ``store``, or
+    """Write the static site of ``runs`` (:class:`~kairo.runs.RunRecord` from ``store``, or
     :class:`RunView`) into the folder ``out``, atomically (an existing folder is replaced
     only with ``overwrite``); returns ``out/index.html``.
 
-    >>> from kairo.store import Store                                  # doctest: +SKIP
+    >>> from kairo.runs import Store                                  # doctest: +SKIP
     >>> st = Store("results/kairo.db")                                 # doctest: +SKIP
     >>> build_site(st, select_runs(st, where="accuracy>0.9"), "site")  # doctest: +SKIP
     """

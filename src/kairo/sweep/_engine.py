@@ -74,7 +74,7 @@ def run_point(job: dict) -> dict:
     """Run one sweep point (module-level: worker processes and Ray call it). ``job``: command,
     config values, folder, store path, sweep id, point key, fail_fast, threads."""
     from kairo._app import execute, make_config
-    from kairo.store import Store
+    from kairo.runs import Store
 
     folder = Path(job["out"])
     row = {"key": job["key"], "run_id": None, "error": None}
@@ -143,7 +143,7 @@ def run_sweep(spec: SweepSpec, *, out=None, store="default", workers: int = 0,
     ``$RAY_ADDRESS``). A failing point is recorded and the sweep goes on, unless
     ``fail_fast``. Writes points.csv into the sweep folder."""
     from kairo._jobs import resolve_executor
-    from kairo.store import open_store
+    from kairo.runs import open_store
 
     st = open_store(None if store == "default" else store)
     if st is None:
@@ -179,7 +179,7 @@ def run_sweep(spec: SweepSpec, *, out=None, store="default", workers: int = 0,
 
 
 def _quiet_status(st, sweep_id, status):
-    from kairo.store import StoreError
+    from kairo.runs import StoreError
 
     try:
         st.set_sweep_status(sweep_id, status)

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from kairo._errors import KairoError
-from kairo._runs import cpu_flags
+from kairo._results import cpu_flags
 from kairo.logic._circuit import OPERANDS_READ, Circuit
 from kairo.logic.backends._cimages import c_images
 from kairo.logic.backends._common import C_EXPR, check_circuit, write_text

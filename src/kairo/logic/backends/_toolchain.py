@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from kairo._errors import KairoError
-from kairo._runs import cpu_flags
+from kairo._results import cpu_flags
 from kairo.logic.backends._common import GCC_INSTALL, stderr_head, write_text
 from kairo.logic.backends._csource import PART_MARKER, PARTS_BEGIN, PARTS_END
 
