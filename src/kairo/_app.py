@@ -103,28 +103,28 @@ def execute(command: Command | str, cfg, *, out=None, overwrite: bool = False,
     cmd = get_command(command) if isinstance(command, str) else command
     if not isinstance(cfg, cmd.config):
         raise TypeError(f"{cmd.name} takes a {cmd.config.__name__}, got {type(cfg).__name__}")
-    st = open_store(None if store == "default" else store) if cmd.record else None
-    if st is not None:
-        st.check()              # a corrupt or foreign store is refused before anything runs
+    store = open_store(None if store == "default" else store) if cmd.record else None
+    if store is not None:
+        store.check()              # a corrupt or foreign store is refused before anything runs
     if cmd.folder:
         out = Path(out or cmd.default_out or default_out(cmd.name))
         rd = ResultsDir(out, command=cmd.name, config=cfg, overwrite=overwrite)
     run_id = None
-    if st is not None:
+    if store is not None:
         env = environment()
-        run_id = st.start_run(
+        run_id = store.start_run(
             cmd.name, _config_dict(cfg), out=out.absolute() if cmd.folder else None,
             seed=getattr(cfg, "seed", None), versions={"python": env["python"],
                                                       **env["packages"]},
             machine={k: env[k] for k in ("platform", "machine", "cpu", "cpu_count",
                                          "loadavg")},
-            argv=sys.argv, parent=_parent_run(st), sweep=sweep, point=point)
+            argv=sys.argv, parent=_parent_run(store), sweep=sweep, point=point)
         if cmd.folder:
-            rd.store_record = {"path": str(st.path), "id": run_id}
+            rd.store_record = {"path": str(store.path), "id": run_id}
     t0 = time.perf_counter()
     tmp = None
     try:
-        with _inside(cmd, st, run_id):
+        with _inside(cmd, store, run_id):
             if not cmd.folder:
                 text = cmd.run(cfg, None)
             else:
@@ -137,32 +137,32 @@ def execute(command: Command | str, cfg, *, out=None, overwrite: bool = False,
                         rd.record_input(label, path)
     except BaseException as exc:
         if run_id is not None:
-            _record_end(st, run_id, status="failed", duration=time.perf_counter() - t0,
+            _record_end(store, run_id, status="failed", duration=time.perf_counter() - t0,
                         error=f"{type(exc).__name__}: {exc}")
             if tmp is not None:
-                _quietly(st.orphan_children, run_id, tmp)
+                _quietly(store.orphan_children, run_id, tmp)
         raise
     if run_id is not None:
         if cmd.folder:
-            _record_end(st, run_id, status="done", duration=time.perf_counter() - t0,
+            _record_end(store, run_id, status="done", duration=time.perf_counter() - t0,
                         metrics=rd.metrics, artifacts=rd.files, data=rd.data_files)
-            _quietly(st.relocate_children, run_id, tmp, out.absolute())
+            _quietly(store.relocate_children, run_id, tmp, out.absolute())
         else:
             output = getattr(cfg, "output", "")
-            _record_end(st, run_id, status="done", duration=time.perf_counter() - t0,
+            _record_end(store, run_id, status="done", duration=time.perf_counter() - t0,
                         artifacts=[str(Path(output).absolute())] if output else [])
     return Outcome(text, out if cmd.folder else None, run_id)
 
 
 @contextlib.contextmanager
-def _inside(cmd: Command, st, run_id: int | None):
+def _inside(cmd: Command, store, run_id: int | None):
     """While a run runs, the runs it starts (the demo's steps, also in spawned worker
     processes, which inherit the environment) record into its store, as its children."""
     saved = {k: os.environ.get(k) for k in ("KAIRO_STORE", "KAIRO_PARENT_RUN")}
     if cmd.record:
-        os.environ["KAIRO_STORE"] = str(st.path) if st is not None else "none"
+        os.environ["KAIRO_STORE"] = str(store.path) if store is not None else "none"
     if run_id is not None:
-        os.environ["KAIRO_PARENT_RUN"] = f"{run_id}@{st.path}"
+        os.environ["KAIRO_PARENT_RUN"] = f"{run_id}@{store.path}"
     try:
         yield
     finally:
@@ -173,11 +173,11 @@ def _inside(cmd: Command, st, run_id: int | None):
                 os.environ[k] = v
 
 
-def _parent_run(st) -> int | None:
+def _parent_run(store) -> int | None:
     """The run this one was started inside (``$KAIRO_PARENT_RUN``, set by ``execute`` as
     ``id@store``), when it records into the same store."""
     run, _, path = os.environ.get("KAIRO_PARENT_RUN", "").partition("@")
-    return int(run) if run.isdigit() and path == str(st.path) else None
+    return int(run) if run.isdigit() and path == str(store.path) else None
 
 
 def _config_dict(cfg) -> dict:
@@ -196,5 +196,5 @@ def _quietly(fn, *args) -> None:
         log.warning("%s", exc)
 
 
-def _record_end(st, run_id: int, **kw) -> None:
-    _quietly(lambda: st.finish_run(run_id, **kw))
+def _record_end(store, run_id: int, **kw) -> None:
+    _quietly(lambda: store.finish_run(run_id, **kw))

@@ -293,27 +293,27 @@ def fit(model_cfg, train_cfg: TrainConfig, data: TSData, *, checkpoint=None,
         torch.set_num_threads(old_threads)
 
 
-def _record_epoch(st: dict, model, sched, cfg: TrainConfig, epoch: int, epochs: int,
+def _record_epoch(state: dict, model, sched, cfg: TrainConfig, epoch: int, epochs: int,
                   train_loss: float, val_loss, val_acc, lr: float) -> None:
-    """Add an epoch to the training state ``st``: its history row, the kept weights (the
+    """Add an epoch to the training state ``state``: its history row, the kept weights (the
     lowest validation loss, or training loss without a hold-out: the protocol of Fawaz et al.
     2019, where nothing stops early), the plateau schedule's step and early stopping."""
-    st["history"].append({"epoch": epoch, "train_loss": train_loss, "val_loss": val_loss,
+    state["history"].append({"epoch": epoch, "train_loss": train_loss, "val_loss": val_loss,
                           "val_acc": val_acc, "lr": lr})
-    st["epoch"] = epoch
+    state["epoch"] = epoch
     score = train_loss if val_loss is None else val_loss
     if cfg.schedule == "plateau":
         sched.step(score)
-    if score < st["best_loss"]:
-        st["best_loss"] = score
-        st["best_epoch"], st["best_state"], st["bad"] = epoch, _cpu_state(model), 0
+    if score < state["best_loss"]:
+        state["best_loss"] = score
+        state["best_epoch"], state["best_state"], state["bad"] = epoch, _cpu_state(model), 0
     else:
-        st["bad"] += 1
-    if cfg.patience and val_loss is not None and st["bad"] >= cfg.patience:
-        st["stopped_early"] = True
+        state["bad"] += 1
+    if cfg.patience and val_loss is not None and state["bad"] >= cfg.patience:
+        state["stopped_early"] = True
         log.info("early stop at epoch %d: no lower validation loss for %d epochs (best "
-                 "%.4f at epoch %d)", epoch, cfg.patience, st["best_loss"], st["best_epoch"])
-    st["finished"] = st["stopped_early"] or epoch == epochs
+                 "%.4f at epoch %d)", epoch, cfg.patience, state["best_loss"], state["best_epoch"])
+    state["finished"] = state["stopped_early"] or epoch == epochs
 
 
 def _inputs(model_cfg, cfg: TrainConfig, data: TSData, device):
@@ -323,19 +323,19 @@ def _inputs(model_cfg, cfg: TrainConfig, data: TSData, device):
     return cfg, stats, scaling, tr, va, xt, yt, mt
 
 
-def _resume(ckpt, run: dict, model, opt, sched, st: dict) -> tuple[dict, int | None]:
+def _resume(ckpt, run: dict, model, opt, sched, state: dict) -> tuple[dict, int | None]:
     """(training state, epoch resumed from) from ``ckpt`` when it holds an earlier state of
-    this run (model, optimizer and schedule loaded in place); (``st``, None) otherwise."""
+    this run (model, optimizer and schedule loaded in place); (``state``, None) otherwise."""
     if ckpt is None or not ckpt.is_file():
-        return st, None
+        return state, None
     saved = load_checkpoint(ckpt, kind=_CKPT_FORMAT)
     _check_resume(ckpt, saved["run"], run)
     model.load_state_dict(saved["model"])
     opt.load_state_dict(saved["optimizer"])
     sched.load_state_dict(saved["scheduler"])
-    st = {k: saved[k] for k in st}
-    log.info("resumed from %s at epoch %d", ckpt, st["epoch"])
-    return st, st["epoch"]
+    state = {k: saved[k] for k in state}
+    log.info("resumed from %s at epoch %d", ckpt, state["epoch"])
+    return state, state["epoch"]
 
 
 def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, progress_bar) -> dict:
@@ -374,49 +374,49 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, progress_bar) 
     run = {"train_config": dataclasses.asdict(cfg),
            "model_config": dataclasses.asdict(model_cfg),
            "arch": {**model.arch, **model.resolved}, "data": _fingerprint(data)}
-    st = {"epoch": 0, "history": [], "best_loss": math.inf, "best_epoch": 0, "best_state": None,
+    state = {"epoch": 0, "history": [], "best_loss": math.inf, "best_epoch": 0, "best_state": None,
           "bad": 0, "finished": False, "stopped_early": False,
           # training time and series over every process that worked on this run, so a
           # resumed run reports its whole training, not the few seconds after the resume
           "train_seconds": 0.0, "n_trained": 0}
-    st, resumed = _resume(ckpt, run, model, opt, sched, st)
+    state, resumed = _resume(ckpt, run, model, opt, sched, state)
 
     def save():
         save_checkpoint(ckpt, {"version": 1, "run": run, "model": _cpu_state(model),
                                "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
-                               **st}, kind=_CKPT_FORMAT)
+                               **state}, kind=_CKPT_FORMAT)
 
     t0 = time.perf_counter()
-    seconds_before = st["train_seconds"]
-    start = st["epoch"]
+    seconds_before = state["train_seconds"]
+    start = state["epoch"]
     bar = progress(range(start, epochs), total=epochs - start, desc="train",
                    enabled=progress_bar)
     for epoch in bar:
-        if st["finished"]:
+        if state["finished"]:
             break
         torch.manual_seed(_epoch_seed(cfg.seed, epoch))     # dropout etc., epoch by epoch
         order = torch.from_numpy(
             np.random.default_rng(_epoch_seed(cfg.seed, epoch)).permutation(tr)).to(device)
         lr = opt.param_groups[0]["lr"]
         train_loss = _train_epoch(model, opt, sched, loss_fn, xt, yt, mt, order, cfg)
-        st["n_trained"] += len(tr)
+        state["n_trained"] += len(tr)
         val_loss, val_acc = _validate(model, xv, yv, mv) if len(va) else (None, None)
-        _record_epoch(st, model, sched, cfg, epoch + 1, epochs, train_loss, val_loss, val_acc,
+        _record_epoch(state, model, sched, cfg, epoch + 1, epochs, train_loss, val_loss, val_acc,
                       lr)
         if hasattr(bar, "set_postfix"):
             shown = {"loss": f"{train_loss:.4f}"}
             if val_loss is not None:
                 shown.update(val_loss=f"{val_loss:.4f}", val_acc=f"{val_acc:.3f}")
             bar.set_postfix(refresh=False, **shown)
-        st["train_seconds"] = seconds_before + time.perf_counter() - t0
-        if ckpt is not None and (st["finished"] or (epoch + 1) % cfg.checkpoint_every == 0):
+        state["train_seconds"] = seconds_before + time.perf_counter() - t0
+        if ckpt is not None and (state["finished"] or (epoch + 1) % cfg.checkpoint_every == 0):
             save()
     if hasattr(bar, "close"):
         bar.close()
-    secs = st["train_seconds"] = seconds_before + time.perf_counter() - t0
-    n_trained = st["n_trained"]
-    if st["best_state"] is not None:
-        model.load_state_dict(st["best_state"])
+    secs = state["train_seconds"] = seconds_before + time.perf_counter() - t0
+    n_trained = state["n_trained"]
+    if state["best_state"] is not None:
+        model.load_state_dict(state["best_state"])
     if cfg.bn_stats == "recompute":
         recompute_bn_stats(model, xt[tr_t], None if mt is None else mt[tr_t])
     model.eval()
@@ -426,16 +426,16 @@ def _fit(model_cfg, cfg: TrainConfig, data: TSData, device, ckpt, progress_bar) 
             "time_warp": cfg.time_warp,
             "smoothness": None if math.isnan(smooth) else smooth,
             **model.resolved, **_layout(model, device),
-            "best_epoch": st["best_epoch"], "epochs_run": st["epoch"],
+            "best_epoch": state["best_epoch"], "epochs_run": state["epoch"],
             "train_config": run["train_config"], "model_config": run["model_config"]}
     model.fit_meta = meta
-    best = st["history"][st["best_epoch"] - 1] if st["best_epoch"] else {}
-    log.info("trained %d epoch%s in %.1f s; best epoch %d%s", st["epoch"],
-             "s" * (st["epoch"] != 1), secs, st["best_epoch"],
+    best = state["history"][state["best_epoch"] - 1] if state["best_epoch"] else {}
+    log.info("trained %d epoch%s in %.1f s; best epoch %d%s", state["epoch"],
+             "s" * (state["epoch"] != 1), secs, state["best_epoch"],
              f" (val loss {best['val_loss']:.4f}, val acc {best['val_acc']:.3f})"
              if best.get("val_loss") is not None else "")
-    return {"model": model, "history": st["history"], "best_epoch": st["best_epoch"],
-            "stopped_early": st["stopped_early"], "resumed_from": resumed, "seconds": secs,
+    return {"model": model, "history": state["history"], "best_epoch": state["best_epoch"],
+            "stopped_early": state["stopped_early"], "resumed_from": resumed, "seconds": secs,
             "samples_per_s": n_trained / secs if secs > 0 and n_trained else None,
             "meta": meta, "fit_index": tr}
 
