@@ -169,12 +169,45 @@ def _coerce(cls, name: str, value, source: str):
     return one(value)
 
 
+def _sections(cls, vals: dict, src: str) -> dict:
+    """``vals`` with each section named for a field group of ``cls`` (``model:``,
+    ``training:``, ``augmentation:``, ``execution:``, … : a mapping of that group's fields, as
+    ``--help`` lists them) merged into the top level; a key in the wrong section, or given
+    twice, is refused naming both."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    groups: dict[str, set] = {}
+    for f in dataclasses.fields(cls):
+        g = field_group(cls, f)
+        if g:
+            groups.setdefault(g, set()).add(f.name)
+    out: dict = {}
+    for k, v in vals.items():
+        if k in groups and k not in names and isinstance(v, dict):
+            items = [(str(kk).replace("-", "_"), vv) for kk, vv in v.items()]
+            for kk, _ in items:
+                if kk not in groups[k]:
+                    home = next((g for g, ns in groups.items() if kk in ns), None)
+                    raise ConfigError(f"{src}: {k}.{kk}: " + (
+                        f"{kk} is a {home} option; put it under {home}:" if home else
+                        f"no such {k} option; {k} options: {', '.join(sorted(groups[k]))}"))
+        else:
+            items = [(k, v)]
+        for kk, vv in items:
+            if kk in out:
+                raise ConfigError(f"{src}: {kk} is given twice (at the top level and in its "
+                                  f"section, or in two sections)")
+            out[kk] = vv
+    return out
+
+
 def build_config(cls, file_values: dict | None = None, flag_values: dict | None = None,
                  *, source: str = "config"):
-    """Build a frozen config of type ``cls``; unknown keys raise `ConfigError`."""
+    """Build a frozen config of type ``cls``; unknown keys raise `ConfigError`. A config
+    file may group its keys in sections named for the field groups (see :func:`_sections`)."""
     names = {f.name for f in dataclasses.fields(cls)}
     values = {}
-    for src, vals in ((source, file_values or {}), ("command line", flag_values or {})):
+    file_values = _sections(cls, file_values or {}, source)
+    for src, vals in ((source, file_values), ("command line", flag_values or {})):
         unknown = sorted(set(vals) - names)
         if unknown:
             raise ConfigError(f"{src}: unknown option(s) {unknown}; valid options: "
