@@ -1,4 +1,5 @@
-"""kairo's source stays in pieces one can read: no file over 700 lines, no function over 100.
+"""kairo's source stays in pieces one can read: no file over 700 lines, no function over 100,
+no reference page over 300.
 
 The rules, checked on every ``.py`` file under ``src/kairo`` (parsed with :mod:`ast`, nothing
 imported):
@@ -14,8 +15,8 @@ imported):
   from numba. The comment says why the function is long (it contains the word "long") and
   stands just above it (the comment lines directly above its first decorator) or at its top
   (from its first decorator to the first statement after its docstring).
-- ``ALLOWED_FOR_NOW`` lists violations that are tolerated for a while, only under
-  ``src/kairo/tsc/`` (being reworked); an entry that no longer violates must go.
+- A reference page of ``docs/`` (not ``docs/notes/``, the research logs) has at most
+  ``MAX_PAGE_LINES`` (300) lines.
 
 A failure names the file, the function and its line count.
 """
@@ -37,10 +38,7 @@ MAX_FUNCTION_LINES = 100
 NUMBA_DECORATORS = {"njit", "jit", "vectorize", "guvectorize", "cfunc", "stencil"}
 
 # Violations tolerated while src/kairo/tsc/ is being reworked by someone else:
-# (path from the repository root, qualified function name, or None for the file's length).
-# Only paths under src/kairo/tsc/ may be listed. TO BE REMOVED: split these and delete
-# their entries (and then this set) once that rework lands.
-ALLOWED_FOR_NOW: set[tuple[str, str | None]] = set()
+MAX_PAGE_LINES = 300
 
 
 def _numba_names(tree: ast.Module) -> tuple[set[str], set[str]]:
@@ -155,16 +153,17 @@ def _all_violations():
 
 
 def test_no_file_over_700_lines_and_no_function_over_100():
-    bad = [msg for key, msg in _all_violations() if key not in ALLOWED_FOR_NOW]
+    bad = [msg for _, msg in _all_violations()]
     assert not bad, "layout rules (tests/test_layout.py) broken:\n" + "\n".join(bad)
 
 
-def test_allowed_for_now_lists_only_current_attention_violations():
-    outside = sorted(k for k in ALLOWED_FOR_NOW if not k[0].startswith("src/kairo/tsc/"))
-    assert not outside, f"ALLOWED_FOR_NOW may list only src/kairo/tsc/: {outside}"
-    current = {key for key, _ in _all_violations()}
-    stale = sorted(ALLOWED_FOR_NOW - current, key=str)
-    assert not stale, f"no longer violations, remove them from ALLOWED_FOR_NOW: {stale}"
+def test_no_reference_page_over_300_lines():
+    pages = sorted((ROOT / "docs").glob("*.md"))
+    assert len(pages) >= 5                                   # the glob found the pages
+    long = [f"docs/{p.name}: {n} lines" for p in pages
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_PAGE_LINES]
+    assert not long, (f"reference pages stay within {MAX_PAGE_LINES} lines (move research "
+                      f"to docs/notes/): " + ", ".join(long))
 
 
 def _long_function(decorator: str = "", comment_above: str = "", comment_top: str = "",
