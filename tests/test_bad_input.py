@@ -19,12 +19,12 @@ import pytest
 import kairo
 from kairo import (ChecksumError, ConfigError, DataError, DataNotFoundError, KairoError,
                    SelectionError)
-from kairo._config import build_config, load_config_file
+from kairo.cli import load_config_file, make_config
 from kairo.connectome import (Connectome, load_adjacency_csv, load_connectome,
                               load_edge_list_csv, load_npz, load_winding2023, normalize,
                               parse_group)
 from kairo.data import REGISTRY, fetch
-from kairo.reservoir import Reservoir, RunConfig, StreamingRidgeCV, make_task
+from kairo.reservoir import Reservoir, StreamingRidgeCV, make_task
 
 # ---------------------------------------------------------------------------- helpers
 def _write(tmp_path: Path, name: str, text: str) -> Path:
@@ -317,7 +317,7 @@ def test_config_unknown_key(tmp_path, name, text):
     p = _write(tmp_path, name, text)
     with pytest.raises(ConfigError, match=_esc(p) + r": unknown option\(s\) \['bogus_key'\]; "
                                                    r"valid options: .*n_train"):
-        build_config(RunConfig, load_config_file(p), source=str(p))
+        make_config("reservoir run", load_config_file(p), source=str(p))
 
 
 @pytest.mark.parametrize("name, text", [("type.yaml", "n_train: abc\n"),
@@ -326,7 +326,7 @@ def test_config_wrong_type(tmp_path, name, text):
     p = _write(tmp_path, name, text)
     with pytest.raises(ConfigError, match=_esc(p) + r": field 'n_train' expects an integer, "
                                                    r"got 'abc'"):
-        build_config(RunConfig, load_config_file(p), source=str(p))
+        make_config("reservoir run", load_config_file(p), source=str(p))
 
 
 @pytest.mark.parametrize("name, text, kind", [("broken.yaml", "n_train: [1, 2\nfoo: : :\n",
@@ -342,7 +342,7 @@ def test_config_invalid_choice(tmp_path):
     p = _write(tmp_path, "choice.yaml", "norm: banana\n")
     with pytest.raises(ConfigError, match=r"norm: expected one of none, spectral, row, column; "
                                           r"got 'banana'"):
-        build_config(RunConfig, load_config_file(p), source=str(p))
+        make_config("reservoir run", load_config_file(p), source=str(p))
 
 
 def test_config_not_a_mapping(tmp_path):

@@ -36,7 +36,7 @@ def test_environment_records_the_cpu(monkeypatch):
     """The same seed trains to other weights on another CPU, so runs record which."""
     import sys
 
-    from kairo import _results
+    from kairo.results import cpu_flags, cpu_model, environment
 
     cpuinfo = ("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 23\nmodel\t\t: 49\n"
                "model name\t: AMD EPYC\nflags\t\t: fpu sse2 avx avx2 fma\n\nprocessor\t: 1\n"
@@ -50,9 +50,9 @@ def test_environment_records_the_cpu(monkeypatch):
         return real_open(path, *a, **k)
 
     monkeypatch.setattr("builtins.open", fake_open)
-    assert _results.cpu_flags() == {"fpu", "sse2", "avx", "avx2", "fma"}
-    assert _results.cpu_model() == "AMD EPYC family 23 model 49 (avx2)"
-    env = _results.environment()
+    assert cpu_flags() == {"fpu", "sse2", "avx", "avx2", "fma"}
+    assert cpu_model() == "AMD EPYC family 23 model 49 (avx2)"
+    env = environment()
     assert env["cpu"] == "AMD EPYC family 23 model 49 (avx2)"
     if "torch" in sys.modules:
         assert env["torch_cpu_capability"] == sys.modules["torch"].backends.cpu.\
@@ -198,8 +198,8 @@ def test_tsc_grid_records_torch_kernels_and_resnet_layout(tmp_path):
 
 
 def test_atomic_folder_publishes_whole_or_nothing(tmp_path):
-    from kairo._errors import KairoError
-    from kairo._io import atomic_folder
+    from kairo import KairoError
+    from kairo.results import atomic_folder
 
     out = tmp_path / "res"
     with atomic_folder(out) as tmp:
@@ -227,7 +227,7 @@ def test_run_records_hold_resolved_values_inputs_and_files(tmp_path):
     wrote reach run.json; the config keeps what was asked for."""
     import dataclasses
 
-    from kairo import _io, _results
+    from kairo.results import ResultsDir, file_sha256
 
     @dataclasses.dataclass(frozen=True)
     class Cfg:
@@ -236,7 +236,7 @@ def test_run_records_hold_resolved_values_inputs_and_files(tmp_path):
 
     data = tmp_path / "in.txt"
     data.write_text("data")
-    with _results.ResultsDir(tmp_path / "run", command="test", config=Cfg()) as rd:
+    with ResultsDir(tmp_path / "run", command="test", config=Cfg()) as rd:
         rd.resolve("engine", "scipy")
         rd.record_input("in", data)
         rd.add("x.txt", "x")
@@ -247,7 +247,7 @@ def test_run_records_hold_resolved_values_inputs_and_files(tmp_path):
     run = json.loads((tmp_path / "run" / "run.json").read_text())
     assert run["seed"] == 3 and run["config"] == {"seed": 3, "engine": "auto"}
     assert run["resolved"] == {"engine": "scipy"}
-    assert run["data"] == {"in": {"path": str(data), "sha256": _io.file_sha256(data)}}
+    assert run["data"] == {"in": {"path": str(data), "sha256": file_sha256(data)}}
     assert run["files"] == ["model.bin", "x.txt"]
     assert yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())["engine"] == "auto"
 
@@ -256,7 +256,7 @@ def test_results_get_the_usual_permissions(tmp_path):
     import os
     import stat
 
-    from kairo._io import atomic_folder, atomic_write_text
+    from kairo.results import atomic_folder, atomic_write_text
 
     old = os.umask(0o022)
     try:

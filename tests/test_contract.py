@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kairo._errors import ConfigError, KairoError
+from kairo import ConfigError, KairoError
 
 
 def pytest_generate_tests(metafunc):
@@ -85,7 +85,7 @@ def _required(cmd, where: Path | None = None, real: dict | None = None) -> dict:
 
 def _default_config(cmd, where: Path | None = None, real: dict | None = None):
     """The command's default config (its required fields given stand-ins)."""
-    from kairo._app import make_config
+    from kairo.cli import make_config
 
     return make_config(cmd, _required(cmd, where, real))
 
@@ -96,7 +96,7 @@ def real_inputs(tmp_path_factory) -> dict:
     trained tsc model and series for it."""
     import numpy as np
 
-    from kairo._app import execute, make_config
+    from kairo.cli import execute, make_config
     from kairo.logic import Circuit
 
     where = tmp_path_factory.mktemp("inputs")
@@ -212,7 +212,7 @@ def test_single_file_output_obeys_overwrite(name, cmd, tmp_path, request):
     """A command without a folder writes at most the one file named by ``output``: an
     existing one only with ``overwrite`` (as --overwrite for folders), never its input file,
     never a folder."""
-    from kairo._app import execute
+    from kairo.cli import execute
     from kairo._config import field_kind
 
     fields = {f.name: f for f in dataclasses.fields(cmd.config)}
@@ -253,9 +253,8 @@ def test_booleans_are_switches(name, cmd):
 
 # ------------------------------------------------------------------------------ config.yaml
 def test_default_config_round_trips_through_config_yaml(name, cmd, tmp_path):
-    from kairo._app import make_config
-    from kairo._config import load_config_file
-    from kairo._results import ResultsDir
+    from kairo.cli import load_config_file, make_config
+    from kairo.results import ResultsDir
 
     cfg = _default_config(cmd)
     with ResultsDir(tmp_path / "run", command=name, config=cfg):
@@ -266,7 +265,7 @@ def test_default_config_round_trips_through_config_yaml(name, cmd, tmp_path):
 
 
 def test_required_fields_are_refused_when_missing(name, cmd):
-    from kairo._app import make_config
+    from kairo.cli import make_config
 
     if not REQUIRED.get(name):
         pytest.skip("no required field")
@@ -303,7 +302,7 @@ def _bad_values(cls):
 
 
 def test_a_bad_value_is_refused_naming_its_field(name, cmd):
-    from kairo._app import make_config
+    from kairo.cli import make_config
 
     cases = list(_bad_values(cmd.config))
     if not cases:
@@ -319,7 +318,7 @@ def test_a_bad_value_is_refused_naming_its_field(name, cmd):
 
 
 def test_an_unknown_option_is_refused(name, cmd):
-    from kairo._app import make_config
+    from kairo.cli import make_config
 
     with pytest.raises(ConfigError, match="no_such_option"):
         make_config(cmd, {"no_such_option": 1})
@@ -327,7 +326,7 @@ def test_an_unknown_option_is_refused(name, cmd):
 
 # ------------------------------------------------------------------------------ --overwrite
 def test_existing_out_is_kept_unless_overwrite(name, cmd, tmp_path):
-    from kairo._app import execute
+    from kairo.cli import execute
 
     if not cmd.folder:
         pytest.skip("no results folder")
@@ -364,8 +363,8 @@ def test_cli_out_and_overwrite(name, cmd, tmp_path, monkeypatch, capsys):
 
 # ------------------------------------------------------------------------------ run.json
 def test_run_json_holds_the_seed_and_every_inputs_sha256(name, cmd, tmp_path, request):
-    from kairo._app import execute
-    from kairo._io import file_sha256
+    from kairo.cli import execute
+    from kairo.results import file_sha256
 
     if not cmd.folder:
         pytest.skip("no results folder")

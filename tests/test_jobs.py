@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kairo._errors import ConfigError, KairoError
+from kairo import ConfigError, KairoError
 from kairo._jobs import map_jobs
 
 

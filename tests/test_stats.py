@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from kairo._stats import null_stats, sign_test_p, welch_p, wilcoxon_p
+from kairo.stats import null_stats, sign_test_p, welch_p, wilcoxon_p
 
 
 @pytest.mark.parametrize("wins, n, p", [(8, 8, 2 / 256), (0, 8, 2 / 256), (4, 8, 1.0),

@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("flygym", reason="the [fly] extra is not installed: pip install "
                                      "'kairo-circuits[fly]'")
 
-from kairo._errors import ConfigError, KairoError  # noqa: E402
+from kairo import ConfigError, KairoError  # noqa: E402
 from kairo.fly import (FlyConfig, TrialsConfig, VideoRecorder, make_controller,  # noqa: E402
                             run_trial, run_trials, summarize_trials)
 
@@ -175,7 +175,7 @@ def test_trials_ray_executor_needs_ray(data_dir):
 
 
 def test_missing_flygym_gives_the_install_command(monkeypatch, cfg):
-    from kairo.fly._body import FlyWorld
+    from kairo.fly import FlyWorld
 
     monkeypatch.setitem(sys.modules, "flygym", None)
     with pytest.raises(KairoError, match=r"pip install 'kairo-circuits\[fly\]'"):
@@ -183,7 +183,7 @@ def test_missing_flygym_gives_the_install_command(monkeypatch, cfg):
 
 
 def test_bad_world_arguments():
-    from kairo.fly._body import FlyWorld
+    from kairo.fly import FlyWorld
 
     with pytest.raises(ConfigError, match="outside"):
         FlyWorld((0, 200))
@@ -244,8 +244,7 @@ def test_viewer_under_xvfb_shows_the_fly(tmp_path, data_dir):
 
 
 def test_viewer_without_display_says_how_to_get_one(monkeypatch, cfg):
-    from kairo.fly import ViewConfig
-    from kairo.fly._viewer import run_viewer
+    from kairo.fly import ViewConfig, run_viewer
 
     monkeypatch.delenv("DISPLAY", raising=False)
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)

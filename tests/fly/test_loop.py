@@ -11,7 +11,7 @@ import pytest
 import scipy.sparse as sp
 from scipy import stats
 
-from kairo._errors import ConfigError, KairoError, SelectionError
+from kairo import ConfigError, KairoError, SelectionError
 from kairo.connectome import Connectome, prepare
 from kairo.fly import (ACTION_RANGE, ConnectomeBrain, FlyConfig, MotorMap, OdorSensing,
                             TrialsConfig, ViewConfig, make_controller, odor_contrast,

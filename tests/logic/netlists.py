@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from kairo.logic.backends._simulate import _verilator_major
-from kairo.logic._circuit import Circuit
+from kairo.logic import Circuit
 
 HAVE_GCC = shutil.which("gcc") is not None or shutil.which("cc") is not None
 HAVE_IVERILOG = shutil.which("iverilog") is not None and shutil.which("vvp") is not None

@@ -16,14 +16,14 @@ import numpy as np
 import pytest
 
 from kairo import KairoError
-from kairo._results import cpu_flags
+from kairo.logic import Circuit, pack_bits
 from kairo.logic.backends import (CompiledCircuit, c_source, compile_c, find_compiler,
                                   find_simulator, native_width, simulate_verilog,
                                   verilog_latency, verilog_source, vote_cuts, vote_levels,
                                   write_c, write_verilog)
 from kairo.logic.backends import _csource, _toolchain
 from kairo.logic.backends._simulate import _raise_stack_limit
-from kairo.logic._circuit import Circuit, pack_bits
+from kairo.results import cpu_flags
 from netlists import (needs_gcc, needs_iverilog, needs_verilator, random_bits, random_netlist,
                       tie_circuit)
 

@@ -12,11 +12,11 @@ import pytest
 
 from kairo import DataError, KairoError
 from kairo.cli import main
-from kairo._results import cpu_flags
-from kairo.logic import Circuit
-from kairo.logic import _bench as BB
+from kairo.logic import ANCHOR_BATCH, AnchorCircuit, Circuit, bench_circuit, read_bandwidth
+from kairo.logic._bench import anchor_source
 from kairo.logic._circuit import ImageInput
 from kairo.logic.backends import CompiledCircuit, c_source, compile_c, find_compiler
+from kairo.results import cpu_flags
 from netlists import first_varied, random_netlist
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None and shutil.which("cc") is None,
@@ -185,25 +185,25 @@ def test_image_input_contract():
 @pytest.mark.parametrize("thresholds", [(60, 180), (-3, 255.5, 50.5)])
 def test_anchor_matches_reference(cache, thresholds):
     c = image_circuit(9, 50, thresholds, n_classes=3, group=70)
-    an = BB.AnchorCircuit(c, cache_dir=cache)
+    an = AnchorCircuit(c, cache_dir=cache)
     assert an.thresholds.dtype == (np.uint8 if thresholds[0] >= 0 else np.int16)
-    src = BB.anchor_source(c)
+    src = anchor_source(c)
     assert src.count("const uint64_t g") == c.n_live_gates()
-    for n in (1, 64, 130, BB.ANCHOR_BATCH + 70):
+    for n in (1, 64, 130, ANCHOR_BATCH + 70):
         x = rand_images(n, n, 50)
         out = np.full(n, -1, np.int32)
         np.testing.assert_array_equal(an.predict_images(x, out), reference(c, x))
 
 
 def test_read_bandwidth(cache):
-    bw = BB.read_bandwidth(8 << 20, repeats=2, cache_dir=cache)
+    bw = read_bandwidth(8 << 20, repeats=2, cache_dir=cache)
     assert bw["bytes"] == 8 << 20 and bw["bytes_per_s"] > 1e8
 
 
 def test_bench_circuit_figures(cache):
     c = image_circuit(11, 784, (127,), n_classes=2, group=40, classes=(0, 1))
     x = rand_images(0, 3000, 784)
-    res = BB.bench_circuit(c, x, repeats=2, bandwidth_bytes=4 << 20, cache_dir=cache)
+    res = bench_circuit(c, x, repeats=2, bandwidth_bytes=4 << 20, cache_dir=cache)
     impl = res["implementations"]
     assert set(impl) == {"kairo", "anchor", "kairo_bits"}
     assert all(v["images_per_s"] > 0 for v in impl.values())
@@ -214,9 +214,9 @@ def test_bench_circuit_figures(cache):
         res["bandwidth"]["bytes_per_s"] / 784)
     assert res["circuit"]["live_gates"] <= c.n_gates and res["bytes_per_image"] == 784
     with pytest.raises(KairoError, match="repeats must be a positive integer"):
-        BB.bench_circuit(c, x, repeats=0, cache_dir=cache)
+        bench_circuit(c, x, repeats=0, cache_dir=cache)
     with pytest.raises(DataError, match="no images"):
-        BB.bench_circuit(c, x[:0], cache_dir=cache)
+        bench_circuit(c, x[:0], cache_dir=cache)
 
 
 # ---------------------------------------------------------------------------- the command

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from kairo._errors import ConfigError, KairoError
+from kairo import ConfigError, KairoError
 from kairo.logic import (LogicTrainConfig, build_model, load_data, model_from_checkpoint,
                          simplify, to_circuit, train)
 from kairo.logic._model import FREE_OPS, expected_gates, raw_gates

@@ -8,10 +8,10 @@ import time
 import numpy as np
 import pytest
 
-from kairo._errors import DataError, KairoError
-from kairo.logic._circuit import FORMAT, VERSION, Circuit, pack_bits, unpack_bits
-from kairo.logic._gates import GATE_NAMES, N_GATES, TRUTH, relaxed
-from kairo.logic._simplify import simplify
+from kairo import DataError, KairoError
+from kairo.logic import GATE_NAMES, N_GATES, TRUTH, Circuit, pack_bits, simplify, unpack_bits
+from kairo.logic._circuit import FORMAT, VERSION
+from kairo.logic._gates import relaxed
 
 # Truth-table helpers derived here, independently of the code under test.
 _T = [int(t) for t in TRUTH]

@@ -8,11 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from kairo._errors import ConfigError, DataError, KairoError
-from kairo.logic import (LogicConv2d, LogicTrainConfig, OrPooling2d, build_model, load_data,
-                         predict, simplify, to_circuit, train)
+from kairo import ConfigError, DataError, KairoError
+from kairo.logic import (COEFFS, GATE_NAMES, LogicConv2d, LogicTrainConfig, OrPooling2d,
+                         build_model, load_data, predict, simplify, to_circuit, train)
 from kairo.logic._config import CONV_FIELDS
-from kairo.logic._gates import COEFFS, GATE_NAMES
 from kairo.logic._layers import conv_out_size
 from kairo.logic._train import load_checkpoint
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from kairo._errors import ConfigError, DataError
+from kairo import ConfigError, DataError
 from kairo.cli import main
 from kairo.data import load_images
 from kairo.logic import (Circuit, LogicTrainConfig, build_model, circuit_images, load_data,

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kairo._errors import DataError, KairoError
+from kairo import DataError, KairoError
 from kairo.cli import main
 from kairo.logic import (DIFFLOGIC_OPS, GATE_NAMES, Circuit, InputBinarization,
                          framework_status, gate_ops, import_model, read_model, read_reference,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from kairo._errors import ConfigError, KairoError
+from kairo import ConfigError, KairoError
 from kairo.logic import _kernel_threads, _kernels, _layers
 from kairo.logic import LogicConv2d, LogicDense, LogicTrainConfig, OrPooling2d, build_model
 

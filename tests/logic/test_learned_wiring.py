@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from kairo._errors import ConfigError
+from kairo import ConfigError
 from kairo.logic import (LogicDense, LogicTrainConfig, load_data,
                          model_from_checkpoint, train)
 from kairo.logic._layers import candidate_sets

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from kairo._errors import ConfigError, DataError, KairoError
-from kairo.logic import (Binarize, GroupSum, LogicDense, LogicTrainConfig, build_model,
-                         load_data, model_from_checkpoint, pairings, snapshot_path, to_circuit,
-                         train)
-from kairo.logic._gates import COEFFS, N_GATES, TRUTH, relaxed
+from kairo import ConfigError, DataError, KairoError
+from kairo.logic import (COEFFS, N_GATES, TRUTH, Binarize, GroupSum, LogicDense,
+                         LogicTrainConfig, build_model, load_data, model_from_checkpoint,
+                         pairings, snapshot_path, to_circuit, train)
+from kairo.logic._gates import relaxed
 from kairo.logic._train import load_checkpoint
 
 
@@ -366,8 +366,7 @@ def test_fixed_layers_stop_learning_and_compute_their_circuit(zero_one, tmp_path
 
 
 def test_layer_report_counts_wires_copies_and_ties():
-    from kairo.logic._gates import GATE_NAMES
-    from kairo.logic import layer_report
+    from kairo.logic import GATE_NAMES, layer_report
 
     cfg = LogicTrainConfig(classes=(0, 1), kernels=2, conv_blocks=2, hidden=20, layers=1,
                            iters=10, fix_at=(5,))

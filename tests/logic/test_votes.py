@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kairo._errors import ConfigError
+from kairo import ConfigError
 from kairo.logic import Circuit, vote_circuit, vote_gates
 
 

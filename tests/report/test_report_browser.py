@@ -47,7 +47,7 @@ def _winding_here() -> bool:
 def _cheap_steps() -> list:
     """A tiny reservoir run and fly trial with its video (when the connectome archive and the
     [fly] extra are here), the positional-encoding figure and a one-epoch classifier."""
-    from kairo._app import make_config
+    from kairo.cli import make_config
     from kairo.demo import Step
 
     steps = []
@@ -102,7 +102,7 @@ def _check(page, url: str, shot: Path) -> dict:
 @pytest.mark.slow
 def test_the_demo_report_and_a_site_in_chromium(browser, tmp_path, monkeypatch):
     import kairo.demo
-    from kairo._app import execute
+    from kairo.cli import execute
     from kairo.report import build_site, demo_runs, make_server
 
     t0 = time.perf_counter()

@@ -15,7 +15,7 @@ import urllib.request
 
 import pytest
 
-from kairo._errors import KairoError
+from kairo import KairoError
 from kairo.report import build_site, make_server, select_runs
 
 

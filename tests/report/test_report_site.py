@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kairo._errors import KairoError
+from kairo import KairoError
 from kairo.report import build_site, demo_report, demo_runs, select_runs
 
 CSV = "a,b\n" + "".join(f"{i},{i * i}\n" for i in range(120))

@@ -7,8 +7,9 @@ import sys
 
 import pytest
 
-from kairo._app import execute, get_command
-from kairo._errors import ConfigError
+from kairo import ConfigError
+from kairo._app import get_command
+from kairo.cli import execute
 from kairo.reservoir import (CompareConfig, PropagateConfig, ReservoirSettings, RunConfig,
                              SweepConfig)
 from kairo.reservoir import _config

@@ -7,7 +7,7 @@ import scipy.sparse as sp
 from numba import njit
 
 import kairo.reservoir._esn as esn
-from kairo._errors import KairoError
+from kairo import KairoError
 from kairo.connectome import normalize
 from kairo.reservoir import Reservoir
 from kairo.reservoir import _esn_kernels as kernels

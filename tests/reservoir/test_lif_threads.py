@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from kairo._errors import KairoError
+from kairo import KairoError
 from kairo.reservoir import LIFNetwork, LIFParams
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kairo._errors import ConfigError, KairoError
+from kairo import ConfigError, KairoError
 
 pytest.importorskip("neurogym")
 

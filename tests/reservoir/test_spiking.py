@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from kairo._errors import ConfigError, KairoError, SelectionError
+from kairo import ConfigError, KairoError, SelectionError
 from kairo.reservoir import LIFNetwork, LIFParams, brian2_run
 
 

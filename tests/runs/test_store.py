@@ -13,11 +13,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kairo import cli
-from kairo._app import execute
+from kairo import ConfigError, KairoError, cli
 from kairo._command import Command
 from kairo._config import check_fields, option
-from kairo._errors import ConfigError, KairoError
+from kairo.cli import execute
 from kairo.runs import SCHEMA_VERSION, Store, StoreError, flatten_metrics, parse_since, \
     parse_where
 
@@ -172,7 +171,7 @@ def test_the_record_the_store_and_the_report_read_a_folder_one_way(tmp_path):
     """What the run records, what the store finishes from a folder and what the report reads
     from a folder are kairo.runs.read_results: one rule, data files (too big, too many
     leaves, keyed by a tool's names) left out alike."""
-    from kairo.report._gather import view_of_folder
+    from kairo.report import view_of_folder
     from kairo.runs import read_results
 
     st = Store(tmp_path / "k.db")

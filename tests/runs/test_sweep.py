@@ -16,10 +16,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kairo import _app, cli
+from kairo import ConfigError, KairoError, _app, cli
 from kairo._command import Command
 from kairo._config import check_fields, option
-from kairo._errors import ConfigError, KairoError
 from kairo.runs import Store
 from kairo.sweep import grid_points, load_spec, run_sweep, spec_from_dict
 

@@ -57,8 +57,7 @@ def test_an_incomplete_protocol_decides_nothing(bench):
 def test_paired_run_scores_the_running_averages_whatever_the_default(bench):
     import dataclasses
 
-    from kairo.tsc import _grid, _inference, _train
-    from kairo.tsc import ModelConfig, TrainConfig
+    from kairo.tsc import ModelConfig, TrainConfig, evaluate, fit, load_dataset
 
     model = ModelConfig(encoder="resnet", pool="mean", d_model=8, blocks=1)
     train = TrainConfig(epochs=2, batch=16, val_fraction=0.0, seed=0, threads=1)
@@ -66,10 +65,10 @@ def test_paired_run_scores_the_running_averages_whatever_the_default(bench):
     row = bench.paired_run({"dataset": "GunPoint", "model": dataclasses.asdict(model),
                             "train": dataclasses.asdict(train), "threads": 1,
                             "mnist1d_length": 40})
-    tr, te = _grid._data("GunPoint", 40)
+    tr, te = (load_dataset("GunPoint", split) for split in ("train", "test"))
     quiet = dict(progress_bar=False)
-    as_trained = _train.fit(model, dataclasses.replace(train, bn_stats="running"), tr, **quiet)
-    recomputed = _train.fit(model, train, tr, **quiet)
-    assert row["running"] == _inference.evaluate(as_trained["model"], te)["accuracy"]
-    assert row["recompute"] == _inference.evaluate(recomputed["model"], te)["accuracy"]
+    as_trained = fit(model, dataclasses.replace(train, bn_stats="running"), tr, **quiet)
+    recomputed = fit(model, train, tr, **quiet)
+    assert row["running"] == evaluate(as_trained["model"], te)["accuracy"]
+    assert row["recompute"] == evaluate(recomputed["model"], te)["accuracy"]
     assert row["running"] != row["recompute"] and row["n_bn_layers"] == 4

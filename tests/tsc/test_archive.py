@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kairo._errors import DataError
+from kairo import DataError
 from kairo.tsc import list_datasets, load_dataset
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from kairo._errors import ConfigError, DataError
+from kairo import ConfigError, DataError
 from kairo.tsc import KVCache, MultiHeadAttention, TinyDecoder, attention_reference
 
 

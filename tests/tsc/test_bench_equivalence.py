@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kairo._errors import ConfigError
+from kairo import ConfigError
 
 
 

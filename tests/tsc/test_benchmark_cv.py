@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from kairo._errors import DataError
-from kairo.tsc import ModelConfig, TrainConfig, _inference, _train, load_dataset
+from kairo import DataError
+from kairo.tsc import ModelConfig, TrainConfig, load_dataset
 from kairo.tsc._grid import _one, cv_folds
 from kairo.tsc._selection import cv_summary
 from kairo.cli import main
@@ -64,6 +64,8 @@ def test_cv_summary_pools_folds_and_averages_repeats():
 def test_a_fold_job_trains_on_the_other_folds_only():
     """A fold job equals fitting the fold's training part by hand and scoring its held-out
     part; the test split is not scored."""
+    from kairo.tsc import evaluate, fit
+
     train = load_dataset("ItalyPowerDemand", "train")
     m = ModelConfig(encoder="resnet", pool="mean", d_model=8, blocks=1)
     t = TrainConfig(epochs=2, val_fraction=0.0, seed=1, threads=1, time_warp=0.2)
@@ -72,8 +74,8 @@ def test_a_fold_job_trains_on_the_other_folds_only():
            "fold": {"folds": 3, "index": 2, "split_seed": 1}}
     row = _one(job)
     fit_idx, out_idx = cv_folds(train.y, 3, 1)[2]
-    res = _train.fit(m, t, train.subset(fit_idx), progress_bar=False)
-    pred = _inference.evaluate(res["model"], train.subset(out_idx))["pred"]
+    res = fit(m, t, train.subset(fit_idx), progress_bar=False)
+    pred = evaluate(res["model"], train.subset(out_idx))["pred"]
     assert row["cv_hits"] == int((pred == train.y[out_idx]).sum())
     assert row["cv_n"] == len(out_idx) and row["fold"] == 2 and row["time_warp"] == 0.2
     assert "test_accuracy" not in row
@@ -274,13 +276,12 @@ def test_grid_jobs_resolve_auto_head_options_per_encoder():
     and initialisation; Transformer: LayerNorm head, PyTorch's), and explicit options reach
     both; a job's model config is built for its encoder, not copied from another's. The jobs
     carry "auto" (resolved when each model is built)."""
-    from kairo._config import build_config
-    from kairo.tsc._config import CompareConfig
+    from kairo.cli import make_config
     from kairo.tsc._grid import _jobs
 
     def heads(**flags):
-        cfg = build_config(CompareConfig, flag_values={"datasets": "GunPoint", "seeds": "1",
-                                                       **flags})
+        cfg = make_config("tsc compare-pooling", flag_values={"datasets": "GunPoint",
+                                                              "seeds": "1", **flags})
         jobs = _jobs(cfg, [("resnet", "mean"), ("transformer", "mean")])
         for j in jobs:
             assert (j["model"]["head_norm"], j["model"]["weight_init"]) == \

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from kairo._errors import ConfigError, DataError
+from kairo import ConfigError, DataError
 from kairo.tsc import load_dataset
 from kairo.tsc._config import BenchmarkConfig
 from kairo.tsc._peers import fit_peer, peer_input, peer_scaling
@@ -292,7 +292,7 @@ def test_benchmark_ensembles_are_those_tsc_train_ensemble_trains(tmp_path, capsy
     """--ensemble 2 with --seeds 2: ensembles of seeds 0, 1 and 2, 3, each scored as the
     TSEnsemble that fit_ensemble builds from the same members scores, with every member kept
     in member_runs.csv."""
-    from kairo._errors import KairoError
+    from kairo import KairoError
     from kairo.tsc import ModelConfig, TrainConfig, evaluate, fit_ensemble
     from kairo.tsc._grid import ensemble_runs, read_member_runs
 

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from kairo._errors import DataError
+from kairo import DataError
 from kairo.tsc import _grid
 from kairo.tsc._grid import run_grid
 from kairo.cli import main

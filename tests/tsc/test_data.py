@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kairo._errors import ConfigError, DataError, DataNotFoundError
+from kairo import ConfigError, DataError, DataNotFoundError
 from kairo.tsc import (TSData, from_arrays, list_datasets, load_csv, load_dataset, load_ts,
                              make_mnist1d, stratified_split, znormalize)
 from kairo.tsc._data import STD_FLOOR, channel_stats, standardize

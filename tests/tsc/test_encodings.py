@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from kairo._errors import ConfigError
+from kairo import ConfigError
 from kairo.tsc import LearnedEncoding, RotaryEmbedding, SinusoidalEncoding, make_positional
 from kairo.tsc._encodings import encoding_figure, offset_rotation, sinusoidal_table
 

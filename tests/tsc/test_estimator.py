@@ -11,7 +11,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils.estimator_checks import check_classifiers_train, check_estimator
 
-from kairo._errors import ConfigError
+from kairo import ConfigError
 from kairo.tsc import (ResNetClassifier, TransformerClassifier, load_classifier,
                              load_dataset, load_estimator, predict)
 from kairo.cli import main

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from kairo._errors import DataError
+from kairo import DataError
 from kairo.tsc import classification_report
 from kairo.tsc._metrics import confusion_figure, per_class_table
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from kairo._errors import ConfigError, DataError
+from kairo import ConfigError, DataError
 from kairo.tsc import (ENCODERS, POOLS, AttentionPool, ClsPool, MaxPool, MeanPool,
                              ModelConfig, MultiHeadAttentionPool, ResNet1D, TransformerEncoder,
                              TSClassifier, build_classifier, make_pool)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from kairo._errors import ConfigError
+from kairo import ConfigError
 from kairo.tsc import (ClsPool, LearnedEncoding, ModelConfig, MultiHeadAttentionPool,
                              SeriesStats, TrainConfig, TransformerEncoder, build_classifier,
                              from_arrays, resolve_recipe, series_stats, smoothness)
@@ -246,7 +246,7 @@ def test_a_model_file_whose_stem_this_kairo_would_build_otherwise_is_refused(tmp
     """The pooling of the second stem block has no config field to pin it: a file whose
     saved stem differs from what it rebuilds into is an error naming the field, never a
     model silently built another way."""
-    from kairo._errors import DataError
+    from kairo import DataError
     from kairo.tsc import load_classifier, save_classifier
 
     cfg = ModelConfig(d_model=8, n_heads=2, blocks=1)

@@ -8,7 +8,7 @@ import pytest
 from aeon.benchmarking.resampling import stratified_resample_data_indices
 from aeon.datasets import load_classification
 
-from kairo._errors import DataError
+from kairo import DataError
 from kairo.tsc import (BAKEOFF_CLASSIFIERS, bakeoff_results, load_dataset,
                              published_table, resample_split, stratified_resample)
 
@@ -91,7 +91,6 @@ def test_benchmark_on_resamples_runs_each_seed_on_its_resample(tmp_path):
     the peer alike) and the table sets the bake-off's means over the same resamples beside."""
     import pandas as pd
 
-    from kairo.tsc._grid import _data
     from kairo.cli import main
 
     out = tmp_path / "bench"
@@ -106,7 +105,8 @@ def test_benchmark_on_resamples_runs_each_seed_on_its_resample(tmp_path):
     assert row["HC2 (2 resamples)"] == pytest.approx(hc2) and row.n == 2
     assert "HC2 (2 resamples)" in (out / "table.md").read_text()
     # resample 1 is another split: MiniRocket's accuracies come from the two splits
-    a, b = _data("GunPoint", 40, 0), _data("GunPoint", 40, 1)
+    a = load_dataset("GunPoint", "train"), load_dataset("GunPoint", "test")
+    b = resample_split(*a, 1)
     assert not np.array_equal(a[1].x, b[1].x)
     each = pd.read_csv(out / "per_seed.csv")
     assert set(each.method) == {"kairo", "MiniRocket"} and len(each) == 4

@@ -11,11 +11,12 @@ import pytest
 import torch
 
 import kairo.tsc._train as T
+from kairo import ConfigError, DataError, DataNotFoundError, KairoError
 from kairo._config import build_config
-from kairo._errors import ConfigError, DataError, DataNotFoundError, KairoError
 from kairo.tsc import (ModelConfig, TrainConfig, build_classifier, evaluate, fit,
                              from_arrays, load_classifier, load_dataset, predict,
-                             save_classifier, smoothness, stratified_split, znormalize)
+                             recompute_bn_stats, save_classifier, smoothness, stratified_split,
+                             znormalize)
 
 # a tiny Transformer (with dropout, so the random streams matter) and a tiny ResNet
 TINY = ModelConfig(d_model=16, n_heads=2, blocks=1, pool="mean", tokens="patch", patch=10,
@@ -271,7 +272,7 @@ def test_recompute_bn_stats_gives_the_statistics_of_the_whole_split(gunpoint, ba
     x = torch.from_numpy(znormalize(tr.x))
     model(x[:8])                                          # running stats of one batch of 8
     bns = [m for m in model.modules() if isinstance(m, torch.nn.BatchNorm1d)]
-    assert T.recompute_bn_stats(model, x, batch=batch) == len(bns) >= 3
+    assert recompute_bn_stats(model, x, batch=batch) == len(bns) >= 3
     assert not model.training and all(m.momentum == 0.1 for m in bns)
     y = _first_bn_input(model, x).detach()
     bn = model.encoder.blocks[0].norms[0]
@@ -286,7 +287,7 @@ def test_recompute_bn_stats_gives_the_statistics_of_the_whole_split(gunpoint, ba
     # the weights are untouched and a second pass gives the same statistics (no dropout, no
     # memory of the earlier state)
     before = _weights(model)
-    T.recompute_bn_stats(model, x, batch=batch)
+    recompute_bn_stats(model, x, batch=batch)
     assert _same_weights(before, _weights(model))
 
 
@@ -294,15 +295,15 @@ def test_recompute_bn_stats_ignores_padding_masks_and_models_without_batch_norm(
     torch.manual_seed(0)
     tiny = T._build(TINY, 1, 2, 50)
     before = _weights(tiny)
-    assert T.recompute_bn_stats(tiny, torch.randn(4, 1, 50)) == 0
+    assert recompute_bn_stats(tiny, torch.randn(4, 1, 50)) == 0
     assert _same_weights(before, _weights(tiny)) and not tiny.training
     res = T._build(RESNET, 1, 2, 50)
     with pytest.raises(ConfigError, match="batch must be an integer"):
-        T.recompute_bn_stats(res, torch.randn(4, 1, 50), batch=0)
+        recompute_bn_stats(res, torch.randn(4, 1, 50), batch=0)
     with pytest.raises(DataError, match=r"\[N, C, T\] with N ≥ 1"):
-        T.recompute_bn_stats(res, torch.randn(1, 50))
+        recompute_bn_stats(res, torch.randn(1, 50))
     with pytest.raises(DataError, match="N ≥ 1"):
-        T.recompute_bn_stats(res, torch.randn(0, 1, 50))
+        recompute_bn_stats(res, torch.randn(0, 1, 50))
 
 
 def test_fit_recomputes_bn_stats_on_the_fit_series_only(gunpoint):
@@ -323,7 +324,7 @@ def test_fit_recomputes_bn_stats_on_the_fit_series_only(gunpoint):
     assert len(fit(RESNET, dataclasses.replace(cfg, val_fraction=0.0), tr,
                    **QUIET)["fit_index"]) == len(tr)
     x = torch.from_numpy(znormalize(tr.x))
-    T.recompute_bn_stats(a["model"], x[torch.from_numpy(fit_idx)])
+    recompute_bn_stats(a["model"], x[torch.from_numpy(fit_idx)])
     assert all(torch.allclose(_weights(a["model"])[k], wb[k], atol=1e-6) for k in stats)
     assert b["meta"]["train_config"]["bn_stats"] == "recompute"
 

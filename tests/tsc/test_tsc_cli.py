@@ -436,7 +436,7 @@ def test_welch_p_with_a_side_without_spread():
 
     from scipy import stats
 
-    from kairo._stats import welch_p
+    from kairo.stats import welch_p
 
     a, b = [0.91, 0.92], [0.92, 0.92]
     with warnings.catch_warnings():
@@ -610,7 +610,7 @@ def test_a_failed_job_stops_the_other_workers_at_once():
     import multiprocessing
     import time
 
-    from kairo._errors import ConfigError
+    from kairo import ConfigError
     from kairo.tsc._grid import run_grid
 
     base = {"dataset": "ItalyPowerDemand", "mnist1d_length": 40, "threads": 1}
@@ -765,7 +765,7 @@ def test_a_train_run_that_fails_after_training_names_the_kept_checkpoint(tmp_pat
                                                                          monkeypatch, caplog):
     """The checkpoint next to --out survives a failed run on purpose (the rerun resumes); the
     user is told where it is. A run refused before training does not repeat it."""
-    from kairo._errors import KairoError
+    from kairo import KairoError
     from kairo.tsc import _inference
 
     out = tmp_path / "run"
@@ -864,8 +864,7 @@ ENSEMBLE = ["tsc", "train", "--dataset", "ItalyPowerDemand", "--encoder", "resne
 def test_an_ensemble_trains_into_one_model_that_evaluate_and_predict_use(tmp_path, capsys):
     import dataclasses
 
-    from kairo._app import make_config
-    from kairo._config import load_config_file
+    from kairo.cli import load_config_file, make_config
     from kairo.tsc import TSEnsemble, fit, load_classifier, load_dataset, predict
     from kairo.tsc._config import split_config
 
@@ -930,7 +929,7 @@ def test_a_failed_ensemble_keeps_every_members_checkpoint_and_resumes(tmp_path, 
                                                                       monkeypatch, caplog):
     """Member 0 checkpoints where a one-model run does, member i beside it; a run that fails
     after training names them, and the rerun resumes every member, then deletes them."""
-    from kairo._errors import KairoError
+    from kairo import KairoError
     from kairo.tsc import _inference
 
     out = tmp_path / "run"
