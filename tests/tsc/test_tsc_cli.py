@@ -39,6 +39,14 @@ def test_train_writes_model_metrics_and_figures(trained):
         assert (trained / f).is_file(), f
     assert len(pd.read_csv(trained / "history.csv")) == 4
     assert not trained.with_name("train.checkpoint.pt").exists()
+    # each test series: its label, the prediction, the probabilities (rows sum to 1)
+    per = pd.read_csv(trained / "predictions.csv")
+    assert list(per.columns[:3]) == ["series", "label", "predicted"] and len(per) == 1029
+    proba = per.filter(like="p_").to_numpy()
+    assert np.allclose(proba.sum(1), 1, atol=1e-5)
+    assert (per.label == per.predicted).mean() == pytest.approx(m["accuracy"])
+    assert (per.predicted.astype(str) ==
+            per.filter(like="p_").idxmax(axis=1).str[2:]).all()
     # the run record names the data files it read, with their checksums
     import hashlib
 
@@ -81,6 +89,8 @@ def test_evaluate_reproduces_the_training_run_metrics(trained, tmp_path):
     a = json.loads((trained / "metrics.json").read_text())
     b = json.loads((out / "metrics.json").read_text())
     assert a["accuracy"] == b["accuracy"] and a["confusion"] == b["confusion"]
+    pd.testing.assert_frame_equal(pd.read_csv(trained / "predictions.csv"),
+                                  pd.read_csv(out / "predictions.csv"))
 
 
 def test_predict_csv_matches_evaluate(trained, tmp_path):

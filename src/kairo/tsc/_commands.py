@@ -205,12 +205,21 @@ def _check_pair(train, test) -> None:
 def _write_report(rd, report: dict, classes, split: str, extra: dict | None = None) -> None:
     from kairo.tsc import _metrics
 
+    import pandas as pd
+
     rd.add("metrics.json", {k: v for k, v in report.items()
-                            if k not in ("confusion", "per_class", "pred", "proba")} |
+                            if k not in ("confusion", "per_class", "y", "pred", "proba")} |
            {"split": split, "confusion": np.asarray(report["confusion"]).tolist()} |
            (extra or {}))
     rd.add("per_class.csv", _metrics.per_class_table(report))
-    import pandas as pd
+    # each scored series: its label, the predicted class and the class probabilities, as
+    # `kairo tsc predict` writes them
+    names = [str(c) for c in classes]
+    per_series = pd.DataFrame(np.asarray(report["proba"]), columns=[f"p_{c}" for c in names])
+    per_series.insert(0, "predicted", [names[i] for i in report["pred"]])
+    per_series.insert(0, "label", [names[i] for i in report["y"]])
+    per_series.insert(0, "series", np.arange(len(per_series)))
+    rd.add("predictions.csv", per_series)
 
     cm = pd.DataFrame(np.asarray(report["confusion"]), index=[f"true {c}" for c in classes],
                       columns=[f"pred {c}" for c in classes])

@@ -203,7 +203,8 @@ def evaluate(model: nn.Module, data: TSData, batch: int = 256) -> dict:
 
 def scores(y: np.ndarray, proba: np.ndarray, names) -> dict:
     """`classification_report` of class probabilities ``proba`` [n, K] (columns in ``names``
-    order) against class indices ``y``, plus ``log_loss``, ``pred`` and ``proba``."""
+    order) against class indices ``y``, plus ``log_loss`` and, per series, ``y``, ``pred`` and
+    ``proba``."""
     from kairo.tsc._metrics import classification_report
 
     names = list(names)
@@ -214,5 +215,5 @@ def scores(y: np.ndarray, proba: np.ndarray, names) -> dict:
     report = classification_report(y, pred, names)
     p_true = proba[np.arange(len(y)), y]
     report["log_loss"] = float(-np.log(np.clip(p_true, 1e-12, None)).mean())
-    report["pred"], report["proba"] = pred, proba
+    report["y"], report["pred"], report["proba"] = np.asarray(y), pred, proba
     return report
