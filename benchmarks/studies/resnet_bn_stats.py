@@ -53,7 +53,7 @@ PROTOCOL = {"ArrowHead": (20, 600, 8), "GunPoint": (10, 600, 8),
 
 @functools.lru_cache(maxsize=None)
 def _splits(dataset: str, length: int):
-    """The train and test splits, loaded once per worker process as run_grid's own runs do."""
+    """The train and test splits, loaded once per worker process."""
     from kairo.tsc import load_dataset
 
     return (load_dataset(dataset, "train", mnist1d_length=length),
@@ -172,7 +172,7 @@ def main(argv=None) -> int:
         return 0
 
     from kairo.tsc import ModelConfig, TrainConfig
-    from kairo.tsc._grid import run_grid
+    from kairo._jobs import map_jobs
 
     datasets = [d.strip() for d in args.datasets.split(",") if d.strip()]
     bad = [d for d in datasets if d not in PROTOCOL]
@@ -199,7 +199,7 @@ def main(argv=None) -> int:
     import torch
 
     t0, load0 = time.perf_counter(), loadavg()
-    rows = run_grid(jobs, args.workers, progress_bar=None, run=paired_run).to_dict("records")
+    rows = map_jobs(paired_run, jobs, workers=args.workers, desc="runs", progress_bar=False)
     summary = summarize(rows, list(protocol))
     result = {"benchmark": "resnet_bn_stats", "protocol_name": args.protocol,
               "model": model, "val_fraction": val, "protocol": {k: dict(zip(

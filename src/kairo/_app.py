@@ -147,6 +147,8 @@ def execute(command: Command | str, cfg, *, out=None, overwrite: bool = False,
             _record_end(store, run_id, status="done", duration=time.perf_counter() - t0,
                         metrics=rd.metrics, artifacts=rd.files, data=rd.data_files)
             _quietly(store.relocate_children, run_id, tmp, out.absolute())
+            if rd.moved_points:
+                _quietly(store.relocate, *rd.moved_points)
         else:
             output = getattr(cfg, "output", "")
             _record_end(store, run_id, status="done", duration=time.perf_counter() - t0,

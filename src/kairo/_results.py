@@ -102,7 +102,9 @@ class ResultsDir:
 
     A resumable command keeps its state in :attr:`checkpoint` (``<out>.checkpoint.pt``, next
     to the folder, so it outlives a failed attempt); it is deleted once the folder is
-    committed, together with any file passed to :meth:`discard_on_success`.
+    committed, together with any file passed to :meth:`discard_on_success`. A command that
+    runs a grid of other runs keeps them in :attr:`points` (``<out>.runs/``, next to the
+    folder for the same reason); they move into the committed folder as ``runs/``.
     """
 
     def __init__(self, out, *, command: str, config, overwrite: bool = False):
@@ -117,6 +119,10 @@ class ResultsDir:
         self.store_record: dict | None = None
         self._checkpoint = self.out.with_name(self.out.name + ".checkpoint.pt")
         self._uses_checkpoint = False
+        self._points = self.out.with_name(self.out.name + ".runs")
+        self._uses_points = False
+        # (from, to) once the grid's runs moved into the committed folder
+        self.moved_points: tuple[Path, Path] | None = None
         self._discard: list[Path] = []
         if self.out.exists() and not overwrite:
             raise KairoError(f"output folder {self.out} already exists; choose another --out "
@@ -128,6 +134,13 @@ class ResultsDir:
         deleted on success (another command writing the same --out leaves it alone)."""
         self._uses_checkpoint = True
         return self._checkpoint
+
+    @property
+    def points(self) -> Path:
+        """The folder of the runs a grid command starts (one folder per run); it outlives a
+        failed attempt, so the same command runs only the missing ones."""
+        self._uses_points = True
+        return self._points
 
     def __enter__(self) -> ResultsDir:
         self._ckpt_before = _mtime(self._checkpoint)
@@ -147,6 +160,16 @@ class ResultsDir:
         if exc_type is None:
             for p in ([self._checkpoint] if self._uses_checkpoint else []) + self._discard:
                 Path(p).unlink(missing_ok=True)
+            if self._uses_points and self._points.is_dir():
+                for lock in self._points.glob(".*.lock"):
+                    lock.unlink(missing_ok=True)
+                final = self.out / "runs"
+                self._points.rename(final)
+                self.moved_points = (self._points.absolute(), final.absolute())
+        elif self._uses_points and self._points.is_dir() and any(self._points.iterdir()):
+            log.warning("%s stopped; the runs it finished are kept in %s: the same command "
+                        "runs only the missing ones (delete it to start over)", self.command,
+                        self._points)
         elif self._uses_checkpoint and _mtime(self._checkpoint) not in (None, self._ckpt_before):
             # a run that stopped after saving state says where it is, so nobody is surprised
             # that the next run resumes (or wonders what the file next to --out is)

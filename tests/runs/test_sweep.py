@@ -131,6 +131,41 @@ def flaky(monkeypatch):
                                                           "a command that fails when odd"))
 
 
+def test_run_points_runs_a_list_of_runs_resumes_and_relocates(tmp_path, flaky):
+    """The runner under a sweep's grid, for a command's own grids (kairo tsc benchmark): each
+    point a run in its folder, recorded with the sweep id; done points are not run again."""
+    from kairo.sweep import run_points
+
+    st = Store(tmp_path / "k.db")
+    pts = [("a", {"x": 0}), ("b", {"x": 2})]
+    rows = run_points("flaky", pts, tmp_path / "g", sweep="g1", store=st, workers=1)
+    assert [r["status"] for r in rows] == ["done", "done"]
+    assert {r.point: r.config["x"] for r in st.runs(sweep="g1")} == {"a": 0, "b": 2}
+    rows = run_points("flaky", [("c", {"x": 4}), *pts], tmp_path / "g", sweep="g1", store=st,
+                      workers=1)
+    assert [r["status"] for r in rows] == ["done", "skipped", "skipped"]
+    assert len(st.runs(sweep="g1")) == 3 and st.sweep("g1")["status"] == "done"
+    # fail fast (the default): the error comes back and the grid is marked stopped
+    with pytest.raises(KairoError, match="x=1 is odd"):
+        run_points("flaky", [("d", {"x": 1})], tmp_path / "g", sweep="g1", store=st, workers=1)
+    assert st.sweep("g1")["status"] == "stopped" and not (tmp_path / "g" / "d").exists()
+    rows = run_points("flaky", [("d", {"x": 1})], tmp_path / "g", sweep="g1", store=st,
+                      workers=1, fail_fast=False)
+    assert rows[0]["status"] == "failed" and st.sweep("g1")["status"] == "failed"
+    # the folder moved: every run and the sweep recorded under it follow
+    (tmp_path / "g").rename(tmp_path / "moved")
+    st.relocate(tmp_path / "g", tmp_path / "moved")
+    done = st.runs(sweep="g1", status="done")
+    assert sorted(r.out for r in done) == [str(tmp_path / "moved" / k) for k in "abc"]
+    assert st.sweep("g1")["out"] == str(tmp_path / "moved")
+    # with the store switched off the folders still say what is done
+    rows = run_points("flaky", pts, tmp_path / "h", sweep="g2", store="none", workers=1)
+    rows += run_points("flaky", pts, tmp_path / "h", sweep="g2", store="none", workers=1)
+    assert [r["status"] for r in rows] == ["done", "done", "skipped", "skipped"]
+    with pytest.raises(ConfigError, match=r"repeated: \['a'\]"):
+        run_points("flaky", [pts[0], pts[0]], tmp_path / "i", sweep="g3", store=st)
+
+
 def test_a_failing_point_is_recorded_and_the_sweep_goes_on(tmp_path, flaky):
     st = Store(tmp_path / "k.db")
     spec = spec_from_dict({"command": "flaky", "grid": {"x": [0, 1, 2, 3]}, "metric": "y",

@@ -12,7 +12,7 @@ import pytest
 
 from kairo import DataError
 from kairo.tsc import ModelConfig, TrainConfig, load_dataset
-from kairo.tsc._grid import _one, cv_folds
+from kairo.tsc._grid import cv_folds, run_grid
 from kairo.tsc._selection import cv_summary
 from kairo.cli import main
 
@@ -61,9 +61,9 @@ def test_cv_summary_pools_folds_and_averages_repeats():
     assert list(s.cv_accuracy) == pytest.approx([0.5, 0.925, 0.5, 0.925])
 
 
-def test_a_fold_job_trains_on_the_other_folds_only():
-    """A fold job equals fitting the fold's training part by hand and scoring its held-out
-    part; the test split is not scored."""
+def test_a_fold_job_trains_on_the_other_folds_only(tmp_path):
+    """A fold job (one ``kairo tsc train`` run with cv_folds) equals fitting the fold's
+    training part by hand and scoring its held-out part; the test split is not scored."""
     from kairo.tsc import evaluate, fit
 
     train = load_dataset("ItalyPowerDemand", "train")
@@ -72,13 +72,15 @@ def test_a_fold_job_trains_on_the_other_folds_only():
     job = {"dataset": "ItalyPowerDemand", "model": dataclasses.asdict(m),
            "train": dataclasses.asdict(t), "threads": 1, "mnist1d_length": 40,
            "fold": {"folds": 3, "index": 2, "split_seed": 1}}
-    row = _one(job)
+    [row] = run_grid([job], tmp_path / "runs", workers=1).to_dict("records")
     fit_idx, out_idx = cv_folds(train.y, 3, 1)[2]
     res = fit(m, t, train.subset(fit_idx), progress_bar=False)
     pred = evaluate(res["model"], train.subset(out_idx))["pred"]
     assert row["cv_hits"] == int((pred == train.y[out_idx]).sum())
     assert row["cv_n"] == len(out_idx) and row["fold"] == 2 and row["time_warp"] == 0.2
     assert "test_accuracy" not in row
+    summary = (tmp_path / "runs" / row["run"] / "summary.json").read_text()
+    assert "cv_accuracy" in summary and "test_accuracy" not in summary
 
 
 def test_benchmark_select_cv_chooses_refits_and_reuses(tmp_path, capsys):

@@ -246,11 +246,11 @@ def test_a_bad_reference_is_refused_naming_the_file(content, fragment, tmp_path,
 def _count_grids(monkeypatch) -> list:
     from kairo.tsc import _benchmark, _selection
 
-    # the benchmark runs the peers' and the refit's grids, _select the selection's
+    # the benchmark runs the refit's grid, _select the selection's
     calls, real = [], _benchmark.run_grid
 
     def counting(jobs, *args, **kwargs):
-        calls.append(["peer" if "peer" in j else "fold" if "fold" in j else
+        calls.append(["fold" if "fold" in j else
                       f"val {j['train']['val_fraction']:g}" for j in jobs])
         return real(jobs, *args, **kwargs)
 
@@ -265,8 +265,9 @@ def test_one_candidate_trains_no_selection_runs(tmp_path, monkeypatch):
     assert main(["tsc", "benchmark", "--datasets", "ItalyPowerDemand", "--encoders", "resnet",
                  "--pools", "mean", "--select", "cv", "--seeds", "2", "--peers", "minirocket",
                  *TINY, "--out", str(out)]) == 0
-    # the peers, then the refit (no hold-out): no CV folds, no hold-out grid
-    assert calls == [["peer"] * 2, ["val 0"] * 2]
+    # the refit (no hold-out): no CV folds, no hold-out grid (the peers run beside it)
+    assert calls == [["val 0"] * 2]
+    assert (pd.read_csv(out / "per_seed.csv").method == "MiniRocket").sum() == 2
     for name in ("runs.csv", "cv_runs.csv", "selection.csv"):
         assert not (out / name).exists(), name
     assert len(pd.read_csv(out / "refit_runs.csv")) == 2

@@ -614,7 +614,7 @@ def test_bad_user_files(trained, tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_a_failed_job_stops_the_other_workers_at_once():
+def test_a_failed_job_stops_the_other_workers_at_once(tmp_path):
     """run_grid with workers: when one job fails, the error comes back without waiting for
     the other, hours-long job, and no worker process is left behind."""
     import multiprocessing
@@ -624,12 +624,16 @@ def test_a_failed_job_stops_the_other_workers_at_once():
     from kairo.tsc._grid import run_grid
 
     base = {"dataset": "ItalyPowerDemand", "mnist1d_length": 40, "threads": 1}
-    long_job = {**base, "model": {"encoder": "resnet", "d_model": 8, "blocks": 1},
-                "train": {"epochs": 1_000_000, "patience": 0, "threads": 1}}
-    bad_job = {**base, "model": {"d_model": 7, "n_heads": 2}, "train": {"epochs": 1}}
+    long_job = {**base, "model": {"encoder": "resnet", "pool": "mean", "d_model": 8,
+                                  "blocks": 1},
+                "train": {"epochs": 1_000_000, "patience": 0, "threads": 1, "seed": 0,
+                          "time_warp": "auto"}}
+    bad_job = {**base, "model": {"encoder": "transformer", "pool": "mean", "d_model": 7,
+                                 "n_heads": 2},
+               "train": {"epochs": 1, "seed": 0, "time_warp": "auto"}}
     t0 = time.perf_counter()
     with pytest.raises(ConfigError, match="d_model"):
-        run_grid([long_job, bad_job], workers=2)
+        run_grid([long_job, bad_job], tmp_path / "runs", workers=2)
     assert time.perf_counter() - t0 < 300                # the long job alone takes hours
     deadline = time.time() + 10
     while multiprocessing.active_children() and time.time() < deadline:

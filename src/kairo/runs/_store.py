@@ -374,6 +374,17 @@ class Store:
         self._write("UPDATE runs SET out = ? || substr(out, ?) WHERE parent = ? AND "
                     "substr(out, 1, ?) = ?", (final, len(tmp) + 1, parent, len(tmp), tmp))
 
+    def relocate(self, old, new) -> None:
+        """A folder of runs (a grid's points) moved from ``old`` to ``new``: point every run
+        and sweep recorded under it at its new place."""
+        old, new = str(old), str(new)
+        n = len(old)
+        self._write("UPDATE runs SET out = ? || substr(out, ?) WHERE substr(out, 1, ?) = ? "
+                    "AND substr(out, ?, 1) IN ('', '/')", (new, n + 1, n, old, n + 1),
+                    many=[("UPDATE sweeps SET out = ? || substr(out, ?) WHERE "
+                           "substr(out, 1, ?) = ? AND substr(out, ?, 1) IN ('', '/')",
+                           (new, n + 1, n, old, n + 1))])
+
     def orphan_children(self, parent: int, tmp) -> None:
         """A parent run failed and its temporary folder was deleted with its children's."""
         tmp = str(tmp)

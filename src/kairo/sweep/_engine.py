@@ -24,7 +24,7 @@ from pathlib import Path
 from kairo._errors import ConfigError, KairoError
 from kairo.sweep._spec import Point, SweepSpec, grid_points
 
-__all__ = ["run_sweep", "run_point", "SweepResult"]
+__all__ = ["run_sweep", "run_point", "run_points", "SweepResult"]
 
 log = logging.getLogger("kairo.progress")
 
@@ -72,7 +72,8 @@ def _lock(path: Path):
 
 def run_point(job: dict) -> dict:
     """Run one sweep point (module-level: worker processes and Ray call it). ``job``: command,
-    config values, folder, store path, sweep id, point key, fail_fast, threads."""
+    config values, folder, store path (None: the store is off), sweep id, point key,
+    fail_fast, threads."""
     from kairo._app import execute, make_config
     from kairo.runs import Store
 
@@ -83,24 +84,90 @@ def run_point(job: dict) -> dict:
         # command imports them
         for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
             os.environ.setdefault(var, str(job["threads"]))
+    folder.parent.mkdir(parents=True, exist_ok=True)
     with _lock(folder.with_name(f".{folder.name}.lock")):
-        store = Store(job["store"])
+        store = Store(job["store"]) if job["store"] else None
         if (folder / "run.json").is_file():
-            return {**row, "status": "skipped", "run_id": store.finish_from_folder(folder)}
+            return {**row, "status": "skipped",
+                    "run_id": store.finish_from_folder(folder) if store else None}
         # hidden folders of attempts killed midway (the lock says none is running)
         for stale in folder.parent.glob(f".{folder.name}.*"):
             if stale.is_dir():
                 shutil.rmtree(stale, ignore_errors=True)
-        store.mark_interrupted(job["sweep"], job["key"])
+        if store is not None:
+            store.mark_interrupted(job["sweep"], job["key"])
         try:
             cfg = make_config(job["command"], job["config"], source=f"sweep point {job['key']}")
-            outcome = execute(job["command"], cfg, out=folder, store=store, sweep=job["sweep"],
-                              point=job["key"])
+            outcome = execute(job["command"], cfg, out=folder,
+                              store=store if store is not None else "none",
+                              sweep=job["sweep"], point=job["key"])
         except Exception as exc:
             if job.get("fail_fast"):
                 raise
             return {**row, "status": "failed", "error": f"{type(exc).__name__}: {exc}"}
     return {**row, "status": "done", "run_id": outcome.run_id}
+
+
+def run_points(command: str, points, out, *, sweep: str, spec: dict | None = None,
+               store="default", workers: int = 0, executor: str = "auto", address: str = "",
+               fail_fast: bool = True, progress_bar: bool | None = None,
+               desc: str = "runs") -> list[dict]:
+    """Run ``points`` — (key, config values) pairs, each one normal run of ``command`` in
+    ``out/<key>`` — as a sweep runs its grid: ``workers`` at a time through ``map_jobs``, each
+    recorded in the results store (``store``: a path, a Store, ``"none"``, or by default
+    ``$KAIRO_STORE`` else results/kairo.db) under sweep id ``sweep`` (``spec`` describes it
+    there). A point whose folder holds a run.json is done and is not run again, so a stopped
+    grid resumes where it was. ``fail_fast``: the first failing point stops the others and
+    its error is raised here; else it is recorded and the grid goes on. One row per point, in
+    order: key, status (done, skipped — done earlier — or failed), run_id, error."""
+    from kairo._jobs import resolve_executor
+    from kairo.runs import Store, open_store
+
+    points = list(points)
+    keys = [k for k, _ in points]
+    if len(set(keys)) != len(keys):
+        raise ConfigError(f"run_points: point keys must differ; repeated: "
+                          f"{sorted({k for k in keys if keys.count(k) > 1})}")
+    st = store if isinstance(store, Store) else open_store(None if store == "default"
+                                                           else store)
+    out = Path(out).absolute()
+    out.mkdir(parents=True, exist_ok=True)
+    if st is not None:
+        st.check()
+        st.add_sweep(sweep, command, spec or {"points": len(points)}, out)
+    kind, n_workers = resolve_executor(executor, workers, len(points))
+    common = {"command": command, "store": str(st.path) if st is not None else None,
+              "sweep": sweep, "fail_fast": fail_fast,
+              "threads": max(1, (os.cpu_count() or 1) // n_workers)
+              if kind == "processes" else 0}
+    try:
+        ran = _run_jobs([Point(k, {}, None, c) for k, c in points], common, out, st, kind,
+                        n_workers, address, progress_bar, desc)
+    except BaseException:
+        if st is not None:
+            _quiet_status(st, sweep, "stopped")
+        raise
+    rows = [ran[k] for k in keys]
+    if st is not None:
+        st.set_sweep_status(sweep, "failed" if any(r["status"] == "failed" for r in rows)
+                            else "done")
+    return rows
+
+
+def _run_jobs(points, common, out, st, kind, n_workers, address, progress_bar, desc) -> dict:
+    """The rows of ``points`` by key: those without a run.json run, the others are done."""
+    todo = [p for p in points if not (out / p.key / "run.json").is_file()]
+    if len(todo) < len(points):
+        log.info("%s: %d of %d points done earlier (%s); running the other %d", desc,
+                 len(points) - len(todo), len(points), out, len(todo))
+    ran = dict(zip((p.key for p in todo),
+                   _map([_job(common, out, p) for p in todo], kind, n_workers, address,
+                        progress_bar, desc)))
+    for p in points:
+        if p.key not in ran:
+            ran[p.key] = {"key": p.key, "status": "skipped", "error": None,
+                          "run_id": st.finish_from_folder(out / p.key) if st else None}
+    return ran
 
 
 def _metric(store, run_id, name: str):
@@ -207,17 +274,10 @@ def _row(p: Point, res: dict, store, metric: str) -> dict:
 
 def _grid(spec, out, st, common, kind, n_workers, address, progress_bar, result):
     points = grid_points(spec)
-    todo = [p for p in points if not (out / p.key / "run.json").is_file()]
-    if len(todo) < len(points):
-        log.info("sweep %s: %d of %d points done earlier; running the other %d", spec.id,
-                 len(points) - len(todo), len(points), len(todo))
-    ran = dict(zip((p.key for p in todo),
-                   _map([_job(common, out, p) for p in todo], kind, n_workers, address,
-                        progress_bar, f"sweep {spec.name}")))
+    ran = _run_jobs(points, common, out, st, kind, n_workers, address, progress_bar,
+                    f"sweep {spec.name}")
     for p in points:
-        res = ran.get(p.key) or {"key": p.key, "status": "skipped", "error": None,
-                                 "run_id": st.finish_from_folder(out / p.key)}
-        result.points.append(_row(p, res, st, spec.metric))
+        result.points.append(_row(p, ran[p.key], st, spec.metric))
 
 
 # ---------------------------------------------------------------------- search

@@ -10,6 +10,7 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
+from kairo._jobs import map_jobs
 from kairo.tsc._config import BenchmarkConfig
 from kairo.tsc._grid import (MEMBER_PROBA, _data, _jobs, _record_resolved,
                                    canonical_datasets, ensemble_runs, run_grid)
@@ -79,8 +80,10 @@ def run_benchmark(cfg: BenchmarkConfig, rd, progress_bar=None) -> str:
     _record_resolved(cfg, rd, datasets)
     # the peers first: they take seconds to minutes where kairo takes hours, and a peer
     # failing after those hours would take the whole results folder with it
-    peers = (run_grid(peer_jobs, cfg.workers, progress_bar, _one_peer, executor=cfg.executor,
-                      journal=rd.checkpoint)
+    # (seeded and fast, they run again when a stopped benchmark resumes)
+    peers = (pd.DataFrame(map_jobs(_one_peer, peer_jobs, workers=cfg.workers,
+                                   executor=cfg.executor, desc="peers",
+                                   progress_bar=progress_bar))
              if peer_jobs else pd.DataFrame(columns=list(PER_SEED_COLUMNS)))
     table, df, summary, cv, how = _select(cfg, cands, datasets, rd, progress_bar, reused)
     runs = _chosen_runs(cfg, table, df, rd, progress_bar)
@@ -138,8 +141,8 @@ def _chosen_runs(cfg, table, df, rd, progress_bar) -> pd.DataFrame:
         # a noisy early-stopping signal on small sets and cost the model a fifth of its data
         chosen = {ds: [(r.encoder, r["pool"], r.time_warp)] for ds, r in table.iterrows()}
         runs = run_grid(_jobs(cfg, chosen, list(chosen), ensemble=cfg.ensemble,
-                              val_fraction=0.0), cfg.workers, progress_bar,
-                        executor=cfg.executor, journal=rd.checkpoint)
+                              val_fraction=0.0), rd.points, workers=cfg.workers,
+                        progress_bar=progress_bar, executor=cfg.executor)
         if cfg.ensemble > 1:
             rd.add("member_runs.csv", runs.drop(columns="proba"))
             np.savez_compressed(rd.path / MEMBER_PROBA,

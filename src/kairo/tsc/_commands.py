@@ -60,10 +60,17 @@ def run_train(cfg: TscTrainConfig, rd) -> str:
         from kairo.tsc._resample import resample_split
 
         train, test = resample_split(train, test, cfg.resample)
+    split = "test"
+    if cfg.cv_folds:
+        # one fold of cross-validation inside the training split: the test split is not read
+        from kairo.tsc._grid import cv_folds
+
+        fit_idx, held_out = cv_folds(train.y, cfg.cv_folds, cfg.seed)[cfg.cv_fold]
+        train, test, split = train.subset(fit_idx), train.subset(held_out), "cv"
     # the command is a layer over the estimator: the same configs, the same trainer
     est = estimator_for(cfg)
     if cfg.ensemble > 1:
-        return _run_ensemble(cfg, rd, est, model_cfg, train, test, name)
+        return _run_ensemble(cfg, rd, est, model_cfg, train, test, name, split)
     res = est._fit_data(train, checkpoint=rd.checkpoint)
     model = res["model"]
     for key in RESOLVED:
@@ -73,29 +80,32 @@ def run_train(cfg: TscTrainConfig, rd) -> str:
             "resample": cfg.resample, "classes": list(train.classes),
             **{k: v for k, v in res["meta"].items() if k.startswith("znorm")},
             "n_steps": train.n_steps, "best_epoch": res["best_epoch"]}
-    _inference.save_classifier(rd.path / "model.pt", model, model_cfg, meta)
-    rd.add("model.pt")
+    if cfg.model_file:
+        _inference.save_classifier(rd.path / "model.pt", model, model_cfg, meta)
+        rd.add("model.pt")
     report = _inference.evaluate(model, test)          # test labels matched to train's by name
-    _write_report(rd, report, train.classes, "test")
+    _write_report(rd, report, train.classes, split)
     import pandas as pd
 
     hist = pd.DataFrame(res["history"])
     rd.add("history.csv", hist)
     rd.add("curves.png", _curves_figure(hist))
     summary = {"dataset": meta["dataset"], "encoder": model_cfg.encoder, "pool": model_cfg.pool,
-               "test_accuracy": report["accuracy"], "test_macro_f1": report["f1_macro"],
+               f"{split}_accuracy": report["accuracy"], f"{split}_macro_f1": report["f1_macro"],
                "best_epoch": res["best_epoch"], "epochs_run": len(res["history"]),
                "train_seconds": res["seconds"], "samples_per_s": res["samples_per_s"],
                "n_params": int(sum(p.numel() for p in model.parameters()))}
     rd.add("summary.json", summary)
-    return (f"{summary['dataset']}: {model_cfg.encoder} + {model_cfg.pool} pooling — test "
-            f"accuracy {report['accuracy']:.2%}, macro F1 {report['f1_macro']:.3f} "
+    return (f"{summary['dataset']}: {model_cfg.encoder} + {model_cfg.pool} pooling — "
+            f"{_split_text(cfg)} accuracy {report['accuracy']:.2%}, macro F1 "
+            f"{report['f1_macro']:.3f} "
             f"({len(test)} series; best epoch {res['best_epoch']}, "
             f"{res['seconds']:.1f} s"
             + (f", {res['samples_per_s']:.0f} samples/s)" if res["samples_per_s"] else ")"))
 
 
-def _run_ensemble(cfg: TscTrainConfig, rd, est, model_cfg, train, test, name: str) -> str:
+def _run_ensemble(cfg: TscTrainConfig, rd, est, model_cfg, train, test, name: str,
+                  split: str) -> str:
     """``tsc train --ensemble N``: the members trained through the job runner, each
     checkpointing to its own file; one model.pt (the TSEnsemble), the ensemble's test metrics
     with each member's seed and test accuracy beside them."""
@@ -122,16 +132,17 @@ def _run_ensemble(cfg: TscTrainConfig, rd, est, model_cfg, train, test, name: st
         meta = {"dataset": name if not cfg.train_file else cfg.train_file,
                 "resample": cfg.resample, "classes": list(train.classes),
                 "n_steps": train.n_steps}
-        _inference.save_classifier(rd.path / "model.pt", model, model_cfg, meta)
-        rd.add("model.pt")
+        if cfg.model_file:
+            _inference.save_classifier(rd.path / "model.pt", model, model_cfg, meta)
+            rd.add("model.pt")
         rows = []
         for i, m in enumerate(members):
             rep = _inference.evaluate(m["model"], test)     # the member alone, its own scaling
-            rows.append({"member": i, "seed": m["seed"], "test_accuracy": rep["accuracy"],
-                         "test_macro_f1": rep["f1_macro"], "best_epoch": m["best_epoch"],
+            rows.append({"member": i, "seed": m["seed"], f"{split}_accuracy": rep["accuracy"],
+                         f"{split}_macro_f1": rep["f1_macro"], "best_epoch": m["best_epoch"],
                          "epochs_run": len(m["history"]), "train_seconds": m["seconds"]})
         report = _inference.evaluate(model, test)
-        _write_report(rd, report, train.classes, "test", extra={"members": rows})
+        _write_report(rd, report, train.classes, split, extra={"members": rows})
         hist = pd.concat([pd.DataFrame(m["history"]).assign(member=i, seed=m["seed"])
                           for i, m in enumerate(members)], ignore_index=True)
         hist = hist[["member", "seed", *[c for c in hist if c not in ("member", "seed")]]]
@@ -139,15 +150,20 @@ def _run_ensemble(cfg: TscTrainConfig, rd, est, model_cfg, train, test, name: st
         rd.add("curves.png", _curves_figure(hist))
         summary = {"dataset": meta["dataset"], "encoder": model_cfg.encoder,
                    "pool": model_cfg.pool, "ensemble": n, "seeds": res["seeds"],
-                   "test_accuracy": report["accuracy"], "test_macro_f1": report["f1_macro"],
-                   "members": rows, "train_seconds": res["seconds"],
+                   f"{split}_accuracy": report["accuracy"],
+                   f"{split}_macro_f1": report["f1_macro"], "members": rows,
+                   "train_seconds": res["seconds"],
                    "n_params": int(sum(p.numel() for p in model.parameters()))}
         rd.add("summary.json", summary)
-    accs = ", ".join(f"{r['test_accuracy']:.2%}" for r in rows)
+    accs = ", ".join(f"{r[split + '_accuracy']:.2%}" for r in rows)
     return (f"{summary['dataset']}: {model_cfg.encoder} + {model_cfg.pool} pooling, ensemble "
-            f"of {n} (seeds {res['seeds'][0]}…{res['seeds'][-1]}) — test accuracy "
-            f"{report['accuracy']:.2%} (members {accs}), macro F1 {report['f1_macro']:.3f} "
+            f"of {n} (seeds {res['seeds'][0]}…{res['seeds'][-1]}) — {_split_text(cfg)} "
+            f"accuracy {report['accuracy']:.2%} (members {accs}), macro F1 {report['f1_macro']:.3f} "
             f"({len(test)} series; {res['seconds']:.1f} s)")
+
+
+def _split_text(cfg) -> str:
+    return f"held-out fold {cfg.cv_fold} of {cfg.cv_folds}" if cfg.cv_folds else "test"
 
 
 @contextlib.contextmanager
@@ -364,8 +380,9 @@ COMMANDS = [
     Command("tsc compare-pooling", CompareConfig, run_compare, "every pooling head × encoder × "
             "dataset × seed, with paired tests against mean pooling", inputs=_grid_inputs,
             description="every pooling head × encoder × dataset × seed, with paired tests "
-            "against mean pooling; each finished run is kept in <out>.checkpoint.pt as it "
-            "finishes, and the same command after a stop runs only what is missing"),
+            "against mean pooling; each run is a kairo tsc train run in <out>.runs/ (moved "
+            "into the folder as runs/ at the end), and the same command after a stop runs "
+            "only what is missing"),
     Command("tsc benchmark", BenchmarkConfig, run_benchmark, "the best configuration per "
             "dataset (chosen on the training split: validation hold-out or k-fold CV) next to "
             "MiniRocket and MultiRocket-Hydra on the same splits and published results",
@@ -373,9 +390,10 @@ COMMANDS = [
             description="the best configuration per dataset (encoder × pooling head × "
             "time-warp candidates, chosen on the training split: validation hold-out "
             "or k-fold CV), refit on the whole training split, next to MiniRocket and "
-            "MultiRocket-Hydra on the same splits and published results; each finished run "
-            "(peer fit, selection run, fold, refit) is kept in <out>.checkpoint.pt as it "
-            "finishes, and the same command after a stop runs only what is missing"),
+            "MultiRocket-Hydra on the same splits and published results; each selection "
+            "run, fold and refit is a kairo tsc train run in <out>.runs/ (moved into the "
+            "folder as runs/ at the end), and the same command after a stop runs only what is "
+            "missing (the peers, seeded and fast, run again)"),
     Command("tsc maps", MapsConfig, run_maps, "pooling weights and self-attention of a trained "
             "model for chosen series (figures)", inputs=inputs),
     Command("tsc encodings", EncodingsConfig, run_encodings, "heatmap of the sinusoidal "

@@ -67,8 +67,8 @@ def run_compare(cfg: CompareConfig, rd, progress_bar=None) -> str:
     combos = [(e, p) for e in cfg.encoders for p in cfg.pools]
     datasets = canonical_datasets(cfg.datasets)
     _record_resolved(cfg, rd, datasets)
-    df = run_grid(_jobs(cfg, combos, datasets), cfg.workers, progress_bar,
-                  executor=cfg.executor, journal=rd.checkpoint)
+    df = run_grid(_jobs(cfg, combos, datasets), rd.points, workers=cfg.workers,
+                  progress_bar=progress_bar, executor=cfg.executor)
     summary, tests = summarize(df), pooling_tests(df)
     rd.add("runs.csv", df)
     rd.add("summary.csv", summary)

@@ -468,11 +468,14 @@ class TscTrainConfig(DataOptions, Seed, TrainOptions, ModelOptions, EncoderPool)
     field, and how many models make up the result (``ensemble``, trained by
     :func:`~kairo.tsc.fit_ensemble`).
 
-    Fields only the benchmark's studies set (they compare a published protocol's choices that
-    ``auto`` already makes for each encoder) are no flags of ``tsc train``: a ``--config``
-    file or Python sets them, and ``kairo tsc benchmark`` has them as flags."""
+    Fields only the benchmark and its studies set are no flags of ``tsc train``: a
+    ``--config`` file or Python sets them. Four compare a published protocol's choices that
+    ``auto`` already makes for each encoder (``kairo tsc benchmark`` has them as flags); three
+    make one run of the benchmark's grid: a cross-validation fold (``cv_folds``, ``cv_fold``)
+    and no model file (``model_file``)."""
 
-    _file_only = ("norm_position", "head_norm", "weight_init", "bn_stats")
+    _file_only = ("norm_position", "head_norm", "weight_init", "bn_stats", "cv_folds",
+                  "cv_fold", "model_file")
 
     resample: int = option(0, "train and score on resample R of the bake-off protocol "
                            "(Middlehurst, Schäfer and Bagnall 2023): both splits pooled and "
@@ -487,12 +490,22 @@ class TscTrainConfig(DataOptions, Seed, TrainOptions, ModelOptions, EncoderPool)
     executor: str = option("auto", "--ensemble: where the members train: processes (local), "
                            "ray (a Ray cluster), serial, or auto (ray when $RAY_ADDRESS is "
                            "set, else processes)", choices=EXECUTORS, group="execution")
+    cv_folds: int = option(0, "cross-validation inside the training split: train on all but "
+                           "one of k stratified folds (shuffled with the seed) and score the "
+                           "held-out fold, not the test split; 0 = no folds", low=0,
+                           group="data")
+    cv_fold: int = option(0, "the held-out fold (0 … cv_folds−1)", low=0, group="data")
+    model_file: bool = option(True, "write model.pt (a benchmark's grid runs leave it out: "
+                              "hundreds of models it never reads again)", group="execution")
 
     def __post_init__(self):
         _check(self)
         _check_model(self, self.encoder, self.pool)
         _check_train(self)
         _check_data(self)
+        if self.cv_folds == 1 or (self.cv_folds and self.cv_fold >= self.cv_folds):
+            raise ConfigError(f"cv_fold: {self.cv_fold} of cv_folds {self.cv_folds}: expected "
+                              f"cv_folds 0 (none) or ≥ 2 and a fold 0 … cv_folds−1")
 
 
 @dataclass(frozen=True)

@@ -1,14 +1,13 @@
 """Running a grid of training runs, shared by ``kairo tsc compare-pooling`` and ``kairo tsc
 benchmark``: the jobs (dataset × candidate × seed, × fold for cross-validation, × ensemble
-member), the data they load (cached per process, a bake-off resample on request), one run in a
-worker process, the grid itself with a journal from which a stopped grid resumes, what the
+member), the data they load (cached per process, a bake-off resample on request), the grid
+itself — each job one ``kairo tsc train`` run, run and resumed as a sweep's points —, what the
 grid's "auto" values resolved to, the mean ± sd of its runs, and ensembles averaged from their
 members' probabilities."""
 
 from __future__ import annotations
 
 import dataclasses
-import logging
 import zipfile
 from pathlib import Path
 
@@ -63,51 +62,6 @@ def _data(name: str, length: int, resample: int = 0):
     return _CACHE[key]
 
 
-def _one(job: dict) -> dict:
-    """One training run (in a worker process): fit, then score the test split."""
-    import time
-
-    import torch
-
-    from kairo.tsc import _inference, _train
-
-    torch.set_num_threads(job["threads"])
-    train, test = _data(job["dataset"], job["mnist1d_length"], job.get("resample", 0))
-    mcfg = ModelConfig(**job["model"])
-    tcfg = TrainConfig(**job["train"])
-    fold = job.get("fold")
-    if fold is not None:
-        # a cross-validation fold: train on the other folds, score the held-out one; the
-        # test split is not touched
-        fit_idx, score_idx = cv_folds(train.y, fold["folds"], fold["split_seed"])[fold["index"]]
-        train, scored = train.subset(fit_idx), train.subset(score_idx)
-    t0 = time.perf_counter()
-    res = _train.fit(mcfg, tcfg, train, progress_bar=False)
-    # the fit alone, timed as the benchmark's peers are (scoring the test split excluded)
-    fit_seconds = time.perf_counter() - t0
-    hist = res["history"]
-    best = next((h for h in hist if h["epoch"] == res["best_epoch"]), hist[-1])
-    row = {"dataset": job["dataset"], "encoder": mcfg.encoder, "pool": mcfg.pool,
-           "time_warp": warp_key(tcfg.time_warp), "seed": tcfg.seed}
-    if "resample" in job:
-        row["resample"] = job["resample"]
-    if fold is None:
-        rep = _inference.evaluate(res["model"], test)
-        row.update(test_accuracy=rep["accuracy"], test_macro_f1=rep["f1_macro"],
-                   val_accuracy=best.get("val_acc", float("nan")))
-        if "ensemble" in job:          # its first seed, which may be 0
-            # an ensemble member: its probabilities are averaged with the other members'
-            row.update(ensemble_seed=job["ensemble"], proba=rep["proba"])
-    else:
-        pred = _inference.evaluate(res["model"], scored)["pred"]
-        row.update(fold=fold["index"], cv_hits=int((pred == scored.y).sum()),
-                   cv_n=len(scored))
-    row.update(best_epoch=res["best_epoch"], epochs_run=len(hist),
-               seconds=time.perf_counter() - t0, fit_seconds=fit_seconds,
-               n_params=int(sum(p.numel() for p in res["model"].parameters())))
-    return row
-
-
 def cv_folds(y, folds: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """Stratified ``folds``-fold split of labels ``y`` (shuffled with ``seed``): a list of
     (fit indices, held-out indices); every series is held out exactly once."""
@@ -156,10 +110,11 @@ def _jobs(cfg, combos, datasets=None, *, folds: int = 0, seeds: int = 0, ensembl
 
 
 def ensemble_runs(members: pd.DataFrame, mnist1d_length: int = 40) -> pd.DataFrame:
-    """The rows of ensemble members (`_one`'s, with ``ensemble_seed`` and ``proba``) → one row
-    per ensemble: its test accuracy and macro-F1 from the members' mean class probabilities (as
-    :class:`~kairo.tsc.TSEnsemble` predicts), ``seed`` its first member's seed,
-    ``members`` and ``member_accuracies`` (space-separated), and ``seconds``, ``fit_seconds``,
+    """The rows of ensemble members (:func:`run_grid`'s, with ``ensemble_seed`` and ``proba``)
+    → one row per ensemble: its test accuracy and macro-F1 from the members' mean class
+    probabilities (as :class:`~kairo.tsc.TSEnsemble` predicts), ``seed`` its first member's
+    seed, ``members``, ``member_accuracies`` and ``run`` (the members' run folders; all three
+    space-separated), and ``seconds``, ``fit_seconds``,
     ``n_params`` summed over the members (one thread each: the ensemble's compute).
     ``mnist1d_length``: the generated MNIST-1D length the members were trained on."""
     from kairo.tsc._metrics import classification_report
@@ -193,7 +148,8 @@ def ensemble_runs(members: pd.DataFrame, mnist1d_length: int = 40) -> pd.DataFra
                      "epochs_run": int(part.epochs_run.max()),
                      "seconds": float(part.seconds.sum()),
                      "fit_seconds": float(part.fit_seconds.sum()),
-                     "n_params": int(part.n_params.sum())})
+                     "n_params": int(part.n_params.sum()),
+                     **({"run": " ".join(part.run)} if "run" in part else {})})
     return pd.DataFrame(rows)
 
 
@@ -232,84 +188,82 @@ def read_member_runs(folder) -> pd.DataFrame:
     return members.assign(proba=pd.Series(proba, index=members.index, dtype=object))
 
 
-def run_grid(jobs: list[dict], workers: int = 0, progress_bar=None, run=None, *,
-             executor: str = "auto", journal=None) -> pd.DataFrame:
-    """Run ``jobs`` with :func:`kairo._jobs.map_jobs` (spawned worker processes or Ray, one
-    torch thread each); rows in job order. ``run`` (a picklable top-level function of one job
-    → a row dict) replaces the default fit-then-test (benchmarks use it to score variants of
-    the same trained weights). ``journal``: a file that keeps each finished job's row as it
-    finishes; a job it already holds (the same function and job: dataset, settings, seed,
-    fold) is not run again, so a stopped grid resumes where it was."""
-    from kairo._jobs import map_jobs
-
-    fn = run or _one
-    for ds in {j["dataset"] for j in jobs}:          # fail fast on a bad name, in this process
-        _data(ds, jobs[0]["mnist1d_length"])
-    if journal is None:
-        return pd.DataFrame(map_jobs(fn, jobs, workers=workers, executor=executor,
-                                     desc="runs", progress_bar=progress_bar))
-    done = _read_journal(journal)
-    keys = [_job_key(fn, j) for j in jobs]
-    todo = [i for i, k in enumerate(keys) if k not in done]
-    if len(todo) < len(jobs):
-        # on the progress logger: the command line shows it without -v, so a resumed run says so
-        logging.getLogger("kairo.progress").info(
-            "resuming from %s: %d of %d runs already done, %d to run", journal,
-            len(jobs) - len(todo), len(jobs), len(todo))
-
-    def keep(i, row):
-        done[keys[todo[i]]] = row
-        _write_journal(journal, done)
-
-    if todo:
-        map_jobs(fn, [jobs[i] for i in todo], workers=workers, executor=executor,
-                 desc="runs", progress_bar=progress_bar, on_result=keep)
-    return pd.DataFrame([done[k] for k in keys])
-
-
-_JOURNAL = "kairo-run-journal"
-
-
-def _job_key(fn, job: dict) -> str:
-    """What a journal row answers: kairo's version, the function's name and the whole job
-    (JSON; a job that is not plain JSON is refused rather than keyed loosely). The name
-    without its module: moving a function between modules does not change what it computes,
-    and one grid's functions have distinct names."""
+def _point(job: dict) -> tuple[str, dict]:
+    """A job as one ``kairo tsc train`` run: its key (what it is, readable, and a hash of its
+    whole config, so a job whose settings changed is another point) and its config."""
+    import hashlib
     import json
 
-    from kairo import __version__
-
-    return json.dumps([__version__, fn.__qualname__, job], sort_keys=True)
-
-
-def _read_journal(path) -> dict:
-    """The rows a :func:`run_grid` journal holds, by job key ({} when there is no file); the
-    checkpoint loader's errors name the file. Arrays were stored as tensors (a checkpoint
-    never runs code on load) and come back as arrays."""
-    import torch
-
-    from kairo._checkpoint import load_checkpoint
-
-    if not Path(path).is_file():
-        return {}
-    state = load_checkpoint(path, kind=_JOURNAL, what="journal of finished runs")
-    return {k: {c: v.numpy() if isinstance(v, torch.Tensor) else v for c, v in row.items()}
-            for k, row in state["rows"].items()}
+    config = {**job["model"], **job["train"], "dataset": job["dataset"],
+              "mnist1d_length": job["mnist1d_length"], "resample": job.get("resample", 0),
+              "ensemble": 1, "model_file": False}
+    fold = job.get("fold")
+    if fold is not None:
+        config.update(cv_folds=fold["folds"], cv_fold=fold["index"])
+    digest = hashlib.sha1(json.dumps(config, sort_keys=True, default=str).encode())
+    key = "-".join([job["dataset"], job["model"]["encoder"], job["model"]["pool"],
+                    f"s{job['train']['seed']}"]
+                   + ([f"r{job['resample']}"] if job.get("resample") else [])
+                   + ([f"f{fold['index']}of{fold['folds']}"] if fold is not None else [])
+                   + [digest.hexdigest()[:10]])
+    return key, config
 
 
-def _write_journal(path, rows: dict) -> None:
-    """Replace the journal atomically: a stop mid-write leaves the previous one."""
-    import torch
+def _row(job: dict, key: str, folder: Path) -> dict:
+    """A grid row, read from the results folder of the job's ``kairo tsc train`` run: test
+    accuracy and macro-F1 (a fold: the held-out series it got right, of how many), the
+    validation accuracy of the best epoch, and with ``ensemble`` the class probabilities."""
+    import json
 
-    from kairo._checkpoint import save_checkpoint
+    summary = json.loads((folder / "summary.json").read_text())
+    run = json.loads((folder / "run.json").read_text())
+    pred = pd.read_csv(folder / "predictions.csv")
+    hist = pd.read_csv(folder / "history.csv")
+    train = job["train"]
+    row = {"dataset": job["dataset"], "encoder": job["model"]["encoder"],
+           "pool": job["model"]["pool"], "time_warp": warp_key(train["time_warp"]),
+           "seed": train["seed"]}
+    if "resample" in job:
+        row["resample"] = job["resample"]
+    fold = job.get("fold")
+    if fold is None:
+        best = hist[hist.epoch == summary["best_epoch"]]
+        val = best.val_acc.iloc[0] if "val_acc" in hist and len(best) else float("nan")
+        row.update(test_accuracy=summary["test_accuracy"],
+                   test_macro_f1=summary["test_macro_f1"], val_accuracy=float(val))
+        if "ensemble" in job:          # its first seed, which may be 0
+            # an ensemble member: its probabilities are averaged with the other members'
+            proba = pred[[c for c in pred if c.startswith("p_")]].to_numpy()
+            row.update(ensemble_seed=job["ensemble"], proba=proba)
+    else:
+        row.update(fold=fold["index"], cv_hits=int((pred.label == pred.predicted).sum()),
+                   cv_n=len(pred))
+    started, finished = (pd.Timestamp(run[k]) for k in ("started", "finished"))
+    row.update(best_epoch=summary["best_epoch"], epochs_run=summary["epochs_run"],
+               seconds=(finished - started).total_seconds(),
+               fit_seconds=summary["train_seconds"], n_params=summary["n_params"], run=key)
+    return row
 
-    def plain(v):
-        if isinstance(v, np.ndarray):
-            return torch.from_numpy(np.ascontiguousarray(v))
-        return v.item() if isinstance(v, np.generic) else v
 
-    save_checkpoint(path, {"rows": {k: {c: plain(v) for c, v in row.items()}
-                                    for k, row in rows.items()}}, kind=_JOURNAL)
+def run_grid(jobs: list[dict], out, *, workers: int = 0, progress_bar=None,
+             executor: str = "auto", sweep: str | None = None) -> pd.DataFrame:
+    """Run ``jobs`` (from :func:`_jobs`) as ``kairo tsc train`` runs through the sweep's
+    runner (:func:`kairo.sweep.run_points`): each in its own folder ``out/<key>`` (no model
+    file), recorded in the results store under sweep id ``sweep``; a run whose folder is
+    complete is not run again, so a stopped grid resumes where it was. Rows in job order, read
+    back from the runs' folders; ``run`` names each row's folder."""
+    import hashlib
+
+    from kairo.sweep import run_points
+
+    for ds in {j["dataset"] for j in jobs}:          # fail fast on a bad name, in this process
+        _data(ds, jobs[0]["mnist1d_length"])
+    out = Path(out).absolute()
+    points = [_point(j) for j in jobs]
+    sweep = sweep or f"{out.name}-{hashlib.sha1(str(out).encode()).hexdigest()[:8]}"
+    run_points("tsc train", points, out, sweep=sweep, spec={"runs": len(points)},
+               workers=workers, executor=executor, progress_bar=progress_bar, fail_fast=True)
+    return pd.DataFrame([_row(j, k, out / k) for j, (k, _) in zip(jobs, points)])
 
 
 def warp_key(warp) -> float | str:

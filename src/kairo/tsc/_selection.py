@@ -190,11 +190,11 @@ def _select(cfg, cands, datasets, rd, progress_bar, reused=None):
         # each fold is trained like the refit (no hold-out, the full epochs), so the CV
         # accuracy estimates the protocol whose test accuracy is reported
         df = run_grid(_jobs(cfg, cands, datasets, folds=cfg.folds, seeds=cfg.cv_repeats,
-                            val_fraction=0.0), cfg.workers, progress_bar,
-                      executor=cfg.executor, journal=rd.checkpoint)
+                            val_fraction=0.0), rd.points, workers=cfg.workers,
+                      progress_bar=progress_bar, executor=cfg.executor)
     else:
-        df = run_grid(_jobs(cfg, cands, datasets), cfg.workers, progress_bar,
-                      executor=cfg.executor, journal=rd.checkpoint)
+        df = run_grid(_jobs(cfg, cands, datasets), rd.points, workers=cfg.workers,
+                      progress_bar=progress_bar, executor=cfg.executor)
     cv = "cv_hits" in df
     keys = ["encoder", "pool", "time_warp"]
     if cv:
