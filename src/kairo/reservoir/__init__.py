@@ -18,7 +18,7 @@ _LAZY = {
         "memory_capacity", "accuracy", "ngym_tasks", "ngym_task", "trial_accuracy")},
     **{name: "kairo.reservoir._experiments" for name in (
         "build_reservoir", "build_spiking_reservoir", "evaluate", "run_experiment",
-        "compare_experiment",
+        "compare_experiment", "compare_at", "sweep_result",
         "sweep_experiment", "propagate_experiment", "connectome_inputs")},
     "null_stats": "kairo._stats",
     **{name: "kairo.reservoir._spiking" for name in ("LIFNetwork", "SpikeTrains")},
@@ -33,7 +33,8 @@ __all__ = ["Reservoir", "ACTIVATIONS", "ENGINES", "INPUT_WEIGHTS", "StreamingRid
            "lorenz", "nrmse", "r2", "memory_capacity", "accuracy", "ReservoirSettings",
            "RunConfig", "CompareConfig", "SweepConfig", "PropagateConfig", "build_reservoir",
            "evaluate", "run_experiment", "compare_experiment", "sweep_experiment",
-           "propagate_experiment", "screen_experiment", "connectome_inputs", "null_stats",
+           "compare_at", "sweep_result", "propagate_experiment", "screen_experiment",
+           "connectome_inputs", "null_stats",
            "DYNAMICS", "LIFParams", "LIFSettings", "ScreenConfig", "LIFNetwork", "LIFSession",
            "SpikeTrains",
            "SpikingReservoir", "build_spiking_reservoir", "brian2_run", "ngym_tasks", "ngym_task",

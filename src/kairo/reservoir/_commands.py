@@ -118,10 +118,27 @@ def _compare(cfg: CompareConfig, rd) -> str:
 
 # ---------------------------------------------------------------------------- sweep
 def _sweep(cfg: SweepConfig, rd) -> str:
-    from kairo.reservoir import sweep_experiment
+    import hashlib
+    import json
 
-    r = sweep_experiment(cfg)
-    _record(rd, r["resolved"])
+    import pandas as pd
+
+    from kairo._config import config_to_dict
+    from kairo.reservoir import compare_at, sweep_result
+    from kairo.sweep import run_points
+
+    # each value is a stored `reservoir compare` run in rd.points (its nulls drawn from the
+    # same seeds at every value): a stopped sweep runs only the values it has not finished
+    points = []
+    for v in cfg.values:
+        config = config_to_dict(compare_at(cfg, v))
+        digest = hashlib.sha1(json.dumps(config, sort_keys=True, default=str).encode())
+        points.append((f"{cfg.param}={v:g}-{digest.hexdigest()[:10]}", config))
+    run_points("reservoir compare", points, rd.points, workers=1, desc="sweep")
+    folders = [rd.points / key for key, _ in points]
+    r = sweep_result(cfg, [pd.read_csv(f / "runs.csv", float_precision="round_trip")
+                           for f in folders])
+    _record(rd, json.loads((folders[0] / "run.json").read_text())["resolved"])
     metric, param, curves = r["metric"], r["param"], r["curves"]
     rd.add("runs.csv", r["table"])
     rd.add("curves.csv", curves)
@@ -354,6 +371,9 @@ COMMANDS = [
     Command("reservoir sweep", SweepConfig, _sweep,
             "a metric against a parameter, real vs nulls",
             description="A task metric against one parameter for the real connectome and null "
-                        "replicates (drawn once, reused at every value), in parallel "
-                        "(--workers).", inputs=_inputs, headline=("metric", "param")),
+                        "replicates (drawn from the same seeds at every value): one reservoir "
+                        "compare run per value in <out>.runs/ (moved into the folder as runs/; "
+                        "the same command after a stop runs only the missing values), each "
+                        "in parallel (--workers).", inputs=_inputs,
+            headline=("metric", "param")),
 ]

@@ -281,7 +281,7 @@ class SweepConfig(CompareConfig):
     values: tuple[float, ...] = option((0.1, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0),
                                        "comma-separated parameter values")
     nulls: int = option(3, "null-model replicates per null model (≥ 2, to estimate a "
-                        "spread; drawn once and reused at every value)", low=2)
+                        "spread; drawn from the same seeds at every value)", low=2)
     null_models: tuple[str, ...] = option(("rewire", "gaussian"), "comma-separated null "
                                           "models", choices=NULL_MODELS)
 

@@ -2,9 +2,10 @@
 
 Every experiment takes one frozen config and returns plain results (dicts and DataFrames);
 writing and plotting are the commands' (:mod:`kairo.reservoir._commands`). ``compare`` and
-``sweep`` score their conditions (the real connectome and every null replicate, at every swept
-value) in parallel through :func:`kairo._jobs.map_jobs`, with the same numbers as one by one:
-each condition draws from its own seed stream and is scored on one BLAS thread.
+``sweep`` score their conditions (the real connectome and every null replicate; a sweep is a
+comparison at every swept value) in parallel through :func:`kairo._jobs.map_jobs`, with the
+same numbers as one by one: each condition draws from its own seed stream and is scored on one
+BLAS thread.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ from kairo.reservoir._tasks import HEADLINE, TaskData, accuracy, make_task, memo
 
 __all__ = ["load_for", "connectome_inputs", "build_reservoir", "build_spiking_reservoir",
            "evaluate", "run_experiment", "compare_experiment", "sweep_experiment",
-           "propagate_experiment", "screen_experiment", "shiu_spike_table"]
+           "compare_at", "sweep_result", "propagate_experiment", "screen_experiment",
+           "shiu_spike_table"]
 
 log = logging.getLogger(__name__)
 
@@ -361,24 +363,35 @@ def compare_experiment(cfg: CompareConfig, raw: Connectome | None = None) -> dic
             "resolved": scores[0]["_resolved"]}
 
 
-def sweep_experiment(cfg: SweepConfig, raw: Connectome | None = None) -> dict:
-    """A metric against ``cfg.param`` at each of ``cfg.values``, for the real connectome and
-    the null replicates: a row per (value, condition) (``table``), mean ± sd per value and
-    model (``curves``)."""
-    raw = raw if raw is not None else load_for(cfg)
-    data = task_for(cfg)
+def compare_at(cfg: SweepConfig, value: float) -> CompareConfig:
+    """The comparison ``cfg`` makes at one swept value: its CompareConfig with ``cfg.param``
+    set to ``value``."""
+    names = {f.name for f in dataclasses.fields(CompareConfig)}
+    return CompareConfig(**{**{n: getattr(cfg, n) for n in names}, cfg.param: value})
+
+
+def sweep_result(cfg: SweepConfig, tables: list[pd.DataFrame]) -> dict:
+    """The sweep from its comparisons' tables (one per value of ``cfg.values``, in order):
+    a row per (value, condition) (``table``) and mean ± sd per value and model (``curves``)."""
     metric, higher = headline(cfg.task)
-    # nulls are drawn once and reused across the sweep, so curves differ only by the parameter
-    conds = [c.drawn() for c in _conditions(raw, cfg)]
-    work = [(v, c) for v in cfg.values for c in conds]
-    scores = _score_all(cfg, [_Job(cfg, data, c, ((cfg.param, v),)) for v, c in work], "sweep")
-    table = pd.DataFrame([{cfg.param: v, "model": c.kind, "replicate": c.replicate,
-                           metric: m[metric], "ridge_alpha": m.get("ridge_alpha")}
-                          for (v, c), m in zip(work, scores)])
+    table = pd.concat([t.assign(**{cfg.param: v}) for v, t in zip(cfg.values, tables)],
+                      ignore_index=True)
+    table = table[[cfg.param, "model", "replicate", metric, "ridge_alpha"]]
     curves = (table.groupby([cfg.param, "model"])[metric]
               .agg(["mean", "std", "count"]).reset_index())
     return {"metric": metric, "higher_is_better": higher, "param": cfg.param, "table": table,
-            "curves": curves, "resolved": scores[0]["_resolved"]}
+            "curves": curves}
+
+
+def sweep_experiment(cfg: SweepConfig, raw: Connectome | None = None) -> dict:
+    """A metric against ``cfg.param`` at each of ``cfg.values``, for the real connectome and
+    the null replicates: at each value the comparison :func:`compare_experiment` makes
+    (:func:`compare_at`; its nulls come from the same seeds at every value, so the curves
+    differ only by the parameter). ``kairo reservoir sweep`` runs each value as a stored
+    ``reservoir compare`` run instead, which resumes."""
+    raw = raw if raw is not None else load_for(cfg)
+    runs = [compare_experiment(compare_at(cfg, v), raw) for v in cfg.values]
+    return {**sweep_result(cfg, [r["table"] for r in runs]), "resolved": runs[0]["resolved"]}
 
 
 # ---------------------------------------------------------------------------- propagate

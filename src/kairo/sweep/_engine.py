@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import logging
 import math
@@ -108,18 +109,19 @@ def run_point(job: dict) -> dict:
     return {**row, "status": "done", "run_id": outcome.run_id}
 
 
-def run_points(command: str, points, out, *, sweep: str, spec: dict | None = None,
+def run_points(command: str, points, out, *, sweep: str = "", spec: dict | None = None,
                store="default", workers: int = 0, executor: str = "auto", address: str = "",
                fail_fast: bool = True, progress_bar: bool | None = None,
                desc: str = "runs") -> list[dict]:
     """Run ``points`` — (key, config values) pairs, each one normal run of ``command`` in
     ``out/<key>`` — as a sweep runs its grid: ``workers`` at a time through ``map_jobs``, each
     recorded in the results store (``store``: a path, a Store, ``"none"``, or by default
-    ``$KAIRO_STORE`` else results/kairo.db) under sweep id ``sweep`` (``spec`` describes it
-    there). A point whose folder holds a run.json is done and is not run again, so a stopped
-    grid resumes where it was. ``fail_fast``: the first failing point stops the others and
-    its error is raised here; else it is recorded and the grid goes on. One row per point, in
-    order: key, status (done, skipped — done earlier — or failed), run_id, error."""
+    ``$KAIRO_STORE`` else results/kairo.db) under sweep id ``sweep`` (default: the folder's
+    name and a hash of its path; ``spec`` describes it there). A point whose folder holds a
+    run.json is done and is not run again, so a stopped grid resumes where it was.
+    ``fail_fast``: the first failing point stops the others and its error is raised here; else
+    it is recorded and the grid goes on. One row per point, in order: key, status (done,
+    skipped — done earlier — or failed), run_id, error."""
     from kairo._jobs import resolve_executor
     from kairo.runs import Store, open_store
 
@@ -132,6 +134,7 @@ def run_points(command: str, points, out, *, sweep: str, spec: dict | None = Non
                                                            else store)
     out = Path(out).absolute()
     out.mkdir(parents=True, exist_ok=True)
+    sweep = sweep or f"{out.name}-{hashlib.sha1(str(out).encode()).hexdigest()[:8]}"
     if st is not None:
         st.check()
         st.add_sweep(sweep, command, spec or {"points": len(points)}, out)

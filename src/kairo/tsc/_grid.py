@@ -217,7 +217,7 @@ def _row(job: dict, key: str, folder: Path) -> dict:
 
     summary = json.loads((folder / "summary.json").read_text())
     run = json.loads((folder / "run.json").read_text())
-    pred = pd.read_csv(folder / "predictions.csv")
+    pred = pd.read_csv(folder / "predictions.csv", float_precision="round_trip")
     hist = pd.read_csv(folder / "history.csv")
     train = job["train"]
     row = {"dataset": job["dataset"], "encoder": job["model"]["encoder"],
@@ -246,21 +246,18 @@ def _row(job: dict, key: str, folder: Path) -> dict:
 
 
 def run_grid(jobs: list[dict], out, *, workers: int = 0, progress_bar=None,
-             executor: str = "auto", sweep: str | None = None) -> pd.DataFrame:
+             executor: str = "auto", sweep: str = "") -> pd.DataFrame:
     """Run ``jobs`` (from :func:`_jobs`) as ``kairo tsc train`` runs through the sweep's
     runner (:func:`kairo.sweep.run_points`): each in its own folder ``out/<key>`` (no model
     file), recorded in the results store under sweep id ``sweep``; a run whose folder is
     complete is not run again, so a stopped grid resumes where it was. Rows in job order, read
     back from the runs' folders; ``run`` names each row's folder."""
-    import hashlib
-
     from kairo.sweep import run_points
 
     for ds in {j["dataset"] for j in jobs}:          # fail fast on a bad name, in this process
         _data(ds, jobs[0]["mnist1d_length"])
     out = Path(out).absolute()
     points = [_point(j) for j in jobs]
-    sweep = sweep or f"{out.name}-{hashlib.sha1(str(out).encode()).hexdigest()[:8]}"
     run_points("tsc train", points, out, sweep=sweep, spec={"runs": len(points)},
                workers=workers, executor=executor, progress_bar=progress_bar, fail_fast=True)
     return pd.DataFrame([_row(j, k, out / k) for j, (k, _) in zip(jobs, points)])
