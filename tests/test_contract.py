@@ -245,8 +245,9 @@ def test_booleans_are_switches(name, cmd):
     from kairo._config import field_kind
 
     flags = _flags(_command_parser(name))
+    file_only = getattr(cmd.config, "_file_only", ())
     for f in dataclasses.fields(cmd.config):
-        if field_kind(cmd.config, f.name) == (bool, False):
+        if field_kind(cmd.config, f.name) == (bool, False) and f.name not in file_only:
             opt = f.name.replace("_", "-")
             assert {f"--{opt}", f"--no-{opt}"} <= flags, f"kairo {name}: --{opt} is no switch"
 

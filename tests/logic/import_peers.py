@@ -78,43 +78,49 @@ def difflogic_model(dl, x: np.ndarray, y: np.ndarray, widths=(400, 200), k: int 
 
 
 def torchlogix_model(x: np.ndarray, y: np.ndarray, k: int = 10, tau: float = 10.0,
-                     steps: int = 300, seed: int = 0):
+                     steps: int = 300, seed: int = 0, widths=(800, 400, 200),
+                     lr: float = 0.05):
     """torchlogix's own layers: FixedBinarization (two thresholds on ToTensor's [0, 1] values),
-    Flatten, LogicDense raw → warp → light with learnable connections, GroupSum(β = 0.5)."""
+    Flatten, LogicDense raw → warp → light with learnable connections (three ``widths``; with
+    two, raw → light), GroupSum(β = 0.5)."""
     import torch
     from torchlogix.layers import FixedBinarization, GroupSum, LogicDense
 
     torch.manual_seed(seed)
-    model = torch.nn.Sequential(
-        FixedBinarization(torch.tensor([0.3, 0.6])), torch.nn.Flatten(),
-        LogicDense(1568, 800, parametrization="raw"),
-        LogicDense(800, 400, parametrization="warp"),
-        LogicDense(400, 200, parametrization="light", connections="learnable",
-                   connections_kwargs={"num_candidates": 2}),
-        GroupSum(k, tau, beta=0.5))
+    kinds = ["raw", "warp", "light"][-len(widths):] if len(widths) == 3 else \
+        ["raw", "light"][-len(widths):]
+    layers, n = [], 1568
+    for w, kind in zip(widths, kinds):
+        extra = ({"connections": "learnable", "connections_kwargs": {"num_candidates": 2}}
+                 if kind == "light" else {})
+        layers.append(LogicDense(n, w, parametrization=kind, **extra))
+        n = w
+    model = torch.nn.Sequential(FixedBinarization(torch.tensor([0.3, 0.6])),
+                                torch.nn.Flatten(), *layers, GroupSum(k, tau, beta=0.5))
     values = torch.from_numpy(np.array(x).reshape(-1, 1, 28, 28)).float().div(255)
-    return _train(model, values, y, steps, lr=0.05, seed=seed)
+    return _train(model, values, y, steps, lr=lr, seed=seed)
 
 
 def import_torchlogix():
     """torchlogix as kairo imports it (torchlogix.circuit needs Python ≥ 3.12)."""
-    from kairo.logic._import import _framework
+    from kairo.logic import framework_module
 
-    return _framework("torchlogix")
+    return framework_module("torchlogix")
 
 
 def main(argv=None) -> int:
     import torch
 
     from kairo.logic import framework_forward, read_model, write_reference
-    from kairo.logic._import import _framework
+    from kairo.logic import framework_module
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "data")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     xtr, ytr, xte, yte = mnist_subset()
-    for name, make in (("difflogic", lambda: difflogic_model(_framework("difflogic"), xtr, ytr)),
+    for name, make in (("difflogic",
+                        lambda: difflogic_model(framework_module("difflogic"), xtr, ytr)),
                        ("torchlogix", lambda: (import_torchlogix(),
                                                torchlogix_model(xtr, ytr))[1])):
         path = args.out / f"{name}_mnist.pt"

@@ -79,7 +79,7 @@ def _framework(name: str):
     reason = framework_status(name)
     if reason:
         pytest.skip(f"{reason}; {INSTALL}")
-    from kairo.logic._import import _framework as imp
+    from kairo.logic import framework_module as imp
 
     return imp(name)
 

@@ -33,7 +33,8 @@ _LAZY = {
     # networks trained with difflogic or torchlogix (torch is imported when a file is read)
     **{n: ("kairo.logic._import", n) for n in (
         "import_model", "read_model", "InputBinarization", "ImportedModel", "ImportedLayer",
-        "gate_ops", "DIFFLOGIC_OPS", "framework_status", "framework_forward",
+        "gate_ops", "DIFFLOGIC_OPS", "framework_status", "framework_module",
+        "framework_forward",
         "scores_from_counts", "verify_import", "write_reference", "read_reference")},
     # the pieces of `kairo logic bench` that benchmarks/logic_inference.py reuses
     **{n: ("kairo.logic._bench", n) for n in (

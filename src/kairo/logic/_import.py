@@ -60,7 +60,7 @@ from kairo.logic._import_model import (_VERSION, BIT_ORDERS, CHANNEL_ORDERS, DIF
 __all__ = ["FRAMEWORKS", "PARAMETRIZATIONS", "BIT_ORDERS", "CHANNEL_ORDERS", "DIFFLOGIC_OPS",
            "LAYOUT_FORMAT", "REFERENCE_FORMAT", "InputBinarization", "ImportedLayer",
            "ImportedModel", "gate_ops", "read_model", "import_model", "framework_status",
-           "framework_forward", "scores_from_counts", "verify_import", "write_reference",
+           "framework_module", "framework_forward", "scores_from_counts", "verify_import", "write_reference",
            "read_reference", "run_import"]
 
 
@@ -79,8 +79,8 @@ class _NoCudaExtension(types.ModuleType):
                          f"here; kairo runs difflogic's pure-python implementation")
 
 
-def _framework(name: str):
-    """The framework's package, imported across two known gaps: difflogic's CUDA extension
+def framework_module(name: str):
+    """The framework's package (difflogic or torchlogix), imported across two known gaps: difflogic's CUDA extension
     (its python implementation runs without it) and torchlogix.circuit's Python ≥ 3.12
     syntax (the layers do not use it). KairoError when it is not installed."""
     if name in _FRAMEWORK_CACHE:
@@ -119,7 +119,7 @@ def _framework(name: str):
 def framework_status(name: str) -> str | None:
     """None when ``name``'s own forward can run here, else why not."""
     try:
-        _framework(name)
+        framework_module(name)
         return None
     except KairoError as exc:
         return str(exc)
@@ -129,7 +129,7 @@ def _real_classes(fw: str) -> dict:
     import torch
 
     real = {_FLATTEN: torch.nn.Flatten, _SEQUENTIAL: torch.nn.Sequential}
-    mod = _framework(fw)
+    mod = framework_module(fw)
     if fw == "difflogic":
         real.update({_DL_LAYER: mod.LogicLayer, _DL_GROUPSUM: mod.GroupSum})
     else:
@@ -148,7 +148,7 @@ def _framework_net(model: ImportedModel):
 
     from kairo._io import file_sha256
 
-    mod = _framework(model.framework)
+    mod = framework_module(model.framework)
     if model.form == "module":
         if file_sha256(model.path) != model.sha256:
             raise KairoError(f"model file {model.path} changed since it was read")
