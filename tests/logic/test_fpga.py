@@ -80,7 +80,17 @@ def test_system_tools_preferred_over_yowasp(monkeypatch):
 def test_wrapper_shape_and_ports():
     c = random_circuit(1)
     shape = W.design_shape(c, io_bits=8)
-    assert shape == {"io_bits": 8, "load_cycles": 3, "class_bits": 2, "pins": 14}
+    assert shape == {"arch": "combinational", "io_bits": 8, "load_cycles": 3, "class_bits": 2,
+                     "pins": 14, "interval_cycles": 3}
+    # the serial vote: a ready pin; one image per outputs per class + pipeline + 2 clocks
+    assert W.design_shape(c, io_bits=8, arch="serial-vote", pipeline=1) == {
+        "arch": "serial-vote", "io_bits": 8, "load_cycles": 3, "class_bits": 2, "pins": 15,
+        "interval_cycles": 4 + 1 + 2}
+    assert W.design_shape(c, io_bits=1, arch="serial-vote")["interval_cycles"] == 21
+    with pytest.raises(ConfigError, match="arch: expected one of combinational, serial-vote"):
+        W.wrapper_source(c, arch="folded")
+    with pytest.raises(ConfigError, match="serial-vote architecture has no vote adder trees"):
+        W.wrapper_source(c, arch="serial-vote", pipeline_votes=1)
     src = W.wrapper_source(c, io_bits=8, pipeline=2)
     assert "module kairo_top" in src and "kairo_circuit core (.clk(clk), .x(sr[20:0])" in src
     assert "reg [23:0] sr;" in src and "busy[1]" in src
@@ -123,6 +133,26 @@ def test_wrapper_latency(pipeline, votes):
 
 
 @needs_iverilog
+@pytest.mark.parametrize("n_classes, group, io_bits, pipeline", [
+    (3, 4, 1, 0), (3, 4, 8, 2), (1, 4, 5, 0), (2, 1, 21, 1), (4, 7, 32, 0)])
+def test_serial_vote_simulates_bit_exactly(n_classes, group, io_bits, pipeline):
+    """The votes counted one output per class per clock: the classes equal Circuit.predict
+    (ties to the first class), each valid L + G + 1 edges after its start (L: the gates'
+    register stages, G: outputs per class), the next start taken L + G + 2 edges later."""
+    c = varied_circuit(n_classes + 10 * io_bits, n_classes=n_classes, group=group)
+    x = rand_x(io_bits, 17, c.n_inputs)
+    cls, starts, valids = W.simulate_wrapper(c, x, io_bits=io_bits, pipeline=pipeline,
+                                             arch="serial-vote", return_timing=True)
+    np.testing.assert_array_equal(cls, c.predict(x))
+    np.testing.assert_array_equal(valids - starts, pipeline + group + 1)
+    assert np.diff(starts).min() == max(pipeline + group + 2, -(-c.n_inputs // io_bits))
+    t = tie_circuit()
+    x = rand_x(3, 20, 2)
+    np.testing.assert_array_equal(W.simulate_wrapper(t, x, io_bits=1, arch="serial-vote"),
+                                  t.predict(x))
+
+
+@needs_iverilog
 def test_wrapper_ties_and_mnist_width():
     t = tie_circuit()
     x = rand_x(3, 20, 2)
@@ -139,9 +169,11 @@ def test_wrapper_ties_and_mnist_width():
 @pytest.mark.skipif(shutil.which("verilator") is None, reason="verilator not installed")
 def test_wrapper_lint_clean(tmp_path):
     c = random_circuit(2)
-    for k in (0, 2):
+    for k, arch in ((0, "combinational"), (2, "combinational"), (0, "serial-vote"),
+                    (2, "serial-vote")):
         (tmp_path / "kairo_circuit.v").write_text(verilog_source(c, pipeline=k))
-        (tmp_path / "kairo_top.v").write_text(W.wrapper_source(c, io_bits=5, pipeline=k))
+        (tmp_path / "kairo_top.v").write_text(W.wrapper_source(c, io_bits=5, pipeline=k,
+                                                               arch=arch))
         r = subprocess.run(["verilator", "--lint-only", "-Wall", "--top-module", "kairo_top",
                             "kairo_top.v", "kairo_circuit.v"], cwd=tmp_path,
                            capture_output=True, text=True)
@@ -307,3 +339,13 @@ def test_real_synthesis_place_and_route(tmp_path, capsys):
               "config.yaml", "run.json"):
         assert (out / f).is_file(), f
     assert "fpga.json" in json.loads((out / "run.json").read_text())["files"]
+    # the serial vote: the core synthesized alone is the gates; the wrapper counts the votes
+    assert main(["logic", "fpga", "--circuit", str(path), "--arch", "serial-vote",
+                 "--pipeline", "1", "--timeout", "900", *sim, "--out", str(tmp_path / "s")]) == 0
+    ser = json.loads((tmp_path / "s" / "fpga.json").read_text())
+    assert ser["fits"] is True and ser["place_and_route"]["io_used"] == 15
+    assert ser["design"]["interval_cycles"] == 1 + 4 + 2 and ser["core"]["lut4"] < \
+        rep["core"]["lut4"]
+    assert ser["images_per_s_at_fmax"] == pytest.approx(ser["fmax_mhz"] * 1e6 / 7)
+    if HAVE_IVERILOG:
+        assert ser["simulation"]["bit_exact"]

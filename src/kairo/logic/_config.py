@@ -14,7 +14,7 @@ from kairo._errors import ConfigError
 __all__ = ["LogicTrainConfig", "ExportConfig", "VerifyConfig", "FpgaConfig", "BenchConfig",
            "ImportConfig", "IMPORT_FRAMEWORKS",
            "PAIRINGS", "WIRINGS", "GATE_MODES", "ENGINES", "EXPORT_FORMATS", "BACKENDS", "SIMULATORS",
-           "FPGA_TARGETS", "C_WIDTHS", "IMAGE_SIZE", "CONV_FIELDS"]
+           "FPGA_TARGETS", "FPGA_ARCHS", "C_WIDTHS", "IMAGE_SIZE", "CONV_FIELDS"]
 
 PAIRINGS = ("random", "unique")              # fixed wirings
 WIRINGS = (*PAIRINGS, "learned")
@@ -24,6 +24,8 @@ EXPORT_FORMATS = ("json", "c", "verilog")
 BACKENDS = ("numpy", "c", "verilog")          # the circuit back ends verify compares
 SIMULATORS = ("auto", "iverilog", "verilator")
 FPGA_TARGETS = ("ice40-up5k", "ice40-hx8k", "ice40-lp8k", "ice40-hx1k", "ice40-lp1k")
+# the FPGA wrapper's vote: adder trees in one cycle, or counted over cycles
+FPGA_ARCHS = ("combinational", "serial-vote")
 C_WIDTHS = ("auto", "64", "256", "512")
 IMPORT_FRAMEWORKS = ("auto", "difflogic", "torchlogix")    # kairo logic import reads these
 IMAGE_SIZE = 28                               # MNIST: 28 × 28 pixels
@@ -272,6 +274,11 @@ class FpgaConfig:
                                  "argmax (at most their levels − 1; adds to the latency; for "
                                  "the fmax of circuits with many votes)", low=0)
     io_bits: int = option(8, "input bits loaded per clock through the shift register", low=1)
+    arch: str = option("combinational", "how the class votes are counted: combinational "
+                       "(adder trees, one image per load) or serial-vote (captured, then "
+                       "one output per class per clock into small counters: a fraction of "
+                       "the LUTs, one image per max(loads, outputs per class + pipeline + 2) "
+                       "clocks; adds a ready pin)", choices=FPGA_ARCHS)
     freq: float = option(12.0, "clock (MHz) nextpnr aims for; the achieved fmax is reported",
                          above=0)
     seed: int = option(1, "seed of nextpnr's placement and of the simulated inputs")
@@ -283,6 +290,9 @@ class FpgaConfig:
 
     def __post_init__(self):
         check_fields(self)
+        if self.arch == "serial-vote" and self.pipeline_votes:
+            raise ConfigError("pipeline_votes: the serial-vote architecture has no vote adder "
+                              "trees to cut; leave it at 0")
 
 
 @dataclass(frozen=True)

@@ -25,14 +25,14 @@ import numpy as np
 
 from kairo._errors import ConfigError, KairoError
 from kairo.logic._circuit import Circuit
-from kairo.logic._fpga_wrapper import (CORE, CORE_ONLY, FPGA_INSTALL, TOP, check_design,
+from kairo.logic._fpga_wrapper import (ARCHS, CORE, CORE_ONLY, FPGA_INSTALL, TOP, check_design,
                                        design_shape, run_tool, simulate_wrapper,
                                        wrapper_source)
 from kairo.logic.backends import find_simulator, verilog_source
 from kairo.logic.backends._common import stderr_head
 
-__all__ = ["FpgaTarget", "TARGETS", "get_target", "find_tools", "synthesize", "report_text",
-           "run_fpga"]
+__all__ = ["FpgaTarget", "TARGETS", "ARCHS", "get_target", "find_tools", "synthesize",
+           "report_text", "run_fpga"]
 
 log = logging.getLogger(__name__)
 
@@ -166,7 +166,7 @@ def _pnr_report(report: Path, log_text: str) -> dict:
 def synthesize(circuit: Circuit, target: str = "ice40-up5k", *, workdir, pipeline: int = 0,
                pipeline_votes: int = 0, io_bits: int = 8, freq_mhz: float = 12.0,
                seed: int = 1, timeout: float = 1800.0, core_stats: bool = True,
-               tools=None) -> dict:
+               tools=None, arch: str = "combinational") -> dict:
     """Synthesize the wrapped circuit for ``target`` and, if it fits, place and route it.
 
     Writes into the existing folder ``workdir``: ``core.v``, ``top.v``, ``synth.ys``,
@@ -175,18 +175,21 @@ def synthesize(circuit: Circuit, target: str = "ice40-up5k", *, workdir, pipelin
     input bits in, class out; total minus core is the wrapper's cost), ``netlist.json``,
     and when nextpnr runs ``nextpnr.log`` and ``report.json``. Returns the report (what
     ``kairo logic fpga`` saves as ``fpga.json``): cell counts, the wrapper's share, whether
-    it fits, utilization and the maximum clock frequency nextpnr achieved.
+    it fits, utilization and the maximum clock frequency nextpnr achieved. ``arch``: the
+    wrapper's architecture (:data:`ARCHS`; with ``serial-vote`` the core synthesized alone is
+    the gates without the vote, which the wrapper counts).
     """
-    c, w, k, pv, lat = check_design(circuit, io_bits, pipeline, pipeline_votes)
+    c, w, k, pv, lat = check_design(circuit, io_bits, pipeline, pipeline_votes, arch)
     tgt = get_target(target)
     if not (isinstance(freq_mhz, (int, float)) and freq_mhz > 0) or \
             not (isinstance(timeout, (int, float)) and timeout > 0):
         raise ConfigError(f"freq and timeout must be positive numbers, got {freq_mhz!r} and "
                           f"{timeout!r}")
-    shape = design_shape(c, w)
+    shape = design_shape(c, w, arch, k)
     if shape["pins"] > tgt.io_pins:
         raise ConfigError(f"the wrapper needs {shape['pins']} pins (io_bits={w} data, "
-                          f"{shape['class_bits']} class, clk, load, start, valid) but "
+                          f"{shape['class_bits']} class, clk, load, start, valid"
+                          f"{', ready' if arch == 'serial-vote' else ''}) but "
                           f"{tgt.name} ({tgt.package}) has {tgt.io_pins} user I/O pins; use "
                           f"a smaller --io-bits")
     wd = Path(workdir)
@@ -195,14 +198,16 @@ def synthesize(circuit: Circuit, target: str = "ice40-up5k", *, workdir, pipelin
     tools = tools or find_tools(tgt.family)
     yosys, nextpnr = tools["yosys"], tools["nextpnr"]
 
-    _write_design(wd, c, shape, w, k, pv, lat, core_stats)
+    _write_design(wd, c, shape, w, k, pv, lat, core_stats, arch)
     live = c.n_live_gates()
     rep: dict = {
         "target": asdict(tgt),
         "circuit": {"n_inputs": c.n_inputs, "n_gates": c.n_gates, "live_gates": live,
                     "n_outputs": c.n_outputs, "n_classes": c.n_classes, "depth": c.depth()},
         "design": {"top": TOP, "core": CORE, "pipeline": k, "pipeline_votes": pv, **shape,
-                   "latency_cycles": lat + 1, "freq_target_mhz": float(freq_mhz),
+                   "latency_cycles": lat + 1 + (c.n_outputs // c.n_classes + 1
+                                                if arch == "serial-vote" else 0),
+                   "freq_target_mhz": float(freq_mhz),
                    "seed": int(seed)},
         "tools": {"yosys": " ".join(yosys), "nextpnr": " ".join(nextpnr),
                   "yosys_version": _version(yosys, "-V", min(timeout, 600), workdir),
@@ -226,19 +231,25 @@ def synthesize(circuit: Circuit, target: str = "ice40-up5k", *, workdir, pipelin
 
 
 def _write_design(wd: Path, c: Circuit, shape: dict, w: int, k: int, pv: int, lat: int,
-                  core_stats: bool) -> None:
+                  core_stats: bool, arch: str = "combinational") -> None:
     """The Verilog (``core.v``, ``top.v``, with ``core_stats`` ``core_only.v``) and the
     Yosys script ``synth.ys`` that synthesizes it, in ``wd``."""
     (wd / "core.v").write_text(verilog_source(c, module=CORE, pipeline=k, pipeline_votes=pv))
-    (wd / "top.v").write_text(wrapper_source(c, io_bits=w, pipeline=k, pipeline_votes=pv))
+    (wd / "top.v").write_text(wrapper_source(c, io_bits=w, pipeline=k, pipeline_votes=pv,
+                                             arch=arch))
     script = ["read_verilog core.v"]
     if core_stats:
-        # the core as the wrapper uses it (x in, class out), without the input register
-        cw, clk = shape["class_bits"], "input wire clk, " if lat else ""
+        # the core as the wrapper uses it (x in; the class out, or with the serial vote the
+        # outputs the wrapper counts), without the input register
+        clk = "input wire clk, " if lat else ""
+        if arch == "serial-vote":
+            port, conn = f"output wire [{c.n_outputs - 1}:0] o", ".o(o), .votes(), .y()"
+        else:
+            port = f"output wire [{shape['class_bits'] - 1}:0] y"
+            conn = ".o(), .votes(), .y(y)"
         (wd / "core_only.v").write_text(
-            f"module {CORE_ONLY} ({clk}input wire [{c.n_inputs - 1}:0] x, "
-            f"output wire [{cw - 1}:0] y);\n"
-            f"{CORE} core ({'.clk(clk), ' if lat else ''}.x(x), .o(), .votes(), .y(y));\n"
+            f"module {CORE_ONLY} ({clk}input wire [{c.n_inputs - 1}:0] x, {port});\n"
+            f"{CORE} core ({'.clk(clk), ' if lat else ''}.x(x), {conn});\n"
             f"endmodule\n")
         script += ["read_verilog core_only.v", f"synth_ice40 -top {CORE_ONLY}",
                    "tee -q -o core_stat.json stat -json", "design -reset",
@@ -310,14 +321,16 @@ def _place_and_route(nextpnr: list[str], tgt: FpgaTarget, wd: Path, freq_mhz: fl
     if "fmax_mhz" in pnr:
         pnr["meets_target"] = pnr["fmax_mhz"] >= freq_mhz
         rep["fmax_mhz"] = pnr["fmax_mhz"]
-        # one image per load_cycles clocks when loads and starts overlap
-        rep["images_per_s_at_fmax"] = pnr["fmax_mhz"] * 1e6 / shape["load_cycles"]
+        # one image per load_cycles clocks when loads and starts overlap (the serial vote:
+        # or per vote count, when that is longer)
+        rep["images_per_s_at_fmax"] = pnr["fmax_mhz"] * 1e6 / shape["interval_cycles"]
 
 
 def report_text(rep: dict) -> str:
     """A few lines for the terminal."""
     t, s, d = rep["target"], rep["synthesis"], rep["design"]
-    lines = [f"{t['name']} ({t['package']}): {rep['circuit']['live_gates']} gates, pipeline "
+    lines = [f"{t['name']} ({t['package']}): {rep['circuit']['live_gates']} gates, "
+             f"{d.get('arch', 'combinational')} vote, pipeline "
              f"{d['pipeline']} + {d.get('pipeline_votes', 0)} in the votes, "
              f"{d['io_bits']}-bit input port ({d['load_cycles']} loads per "
              f"image, {d['pins']} pins)",
@@ -350,7 +363,8 @@ def run_fpga(cfg, rd) -> str:
             rng = np.random.default_rng(cfg.seed)
             x = rng.integers(0, 2, (cfg.sim_vectors, c.n_inputs), dtype=np.uint8)
             got = simulate_wrapper(c, x, io_bits=cfg.io_bits, pipeline=cfg.pipeline,
-                                   pipeline_votes=cfg.pipeline_votes, timeout=cfg.timeout)
+                                   pipeline_votes=cfg.pipeline_votes, timeout=cfg.timeout,
+                                   arch=cfg.arch)
             if not np.array_equal(got, c.predict(x)):
                 raise KairoError(f"internal error: the wrapper's simulated classes differ from "
                                  f"Circuit.predict on {cfg.sim_vectors} random inputs")
@@ -361,7 +375,7 @@ def run_fpga(cfg, rd) -> str:
     rep = synthesize(c, cfg.target, workdir=rd.path, pipeline=cfg.pipeline,
                      pipeline_votes=cfg.pipeline_votes, io_bits=cfg.io_bits,
                      freq_mhz=cfg.freq, seed=cfg.seed, timeout=cfg.timeout,
-                     core_stats=cfg.core_stats)
+                     core_stats=cfg.core_stats, arch=cfg.arch)
     rep["circuit"]["path"] = str(cfg.circuit)
     rep["simulation"] = sim
     for name in sorted(p.name for p in rd.path.iterdir() if p.name not in before and p.is_file()):

