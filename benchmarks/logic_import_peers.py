@@ -12,7 +12,8 @@ The peers are not kairo dependencies; install them beside it (docs/notes/logic_i
 
 Writes one JSON: per framework the network, its training (steps, seconds), the framework's
 test accuracy, the import (gates raw → simplified, depth, bit-exact images), the C check and
-the FPGA report (LUT4, flip-flops, fmax, images/s at fmax), with the machine and its load.
+the FPGA report of each wrapper architecture (LUT4, flip-flops, fits, fmax, images/s at fmax),
+with the machine and its load.
 """
 
 from __future__ import annotations
@@ -32,10 +33,11 @@ sys.path.insert(0, str(REPO / "tests" / "logic"))     # the peers' model builder
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 NETWORKS = {
-    # x/255 > 0.5 → two LogicLayers → GroupSum(10): difflogic's own MNIST recipe, narrowed
-    "difflogic": {"widths": (1000, 1000), "tau": 10.0, "lr": 0.01},
-    # FixedBinarization(0.3, 0.6) → raw → light (learnable, 2 candidates) → GroupSum(10)
-    "torchlogix": {"widths": (1000, 1000), "tau": 10.0, "lr": 0.01},
+    # x/255 > 0.5 → four LogicLayers → GroupSum(10): difflogic's own MNIST recipe, narrowed
+    # to fit the UP5K (two layers of 1,000 reach 76 %: each output sees at most 4 pixels)
+    "difflogic": {"widths": (1000, 1000, 1000, 1000), "tau": 10.0, "lr": 0.01},
+    # FixedBinarization(0.3, 0.6) → raw × 3 → light (learnable, 2 candidates) → GroupSum(10)
+    "torchlogix": {"widths": (1000, 1000, 1000, 1000), "tau": 10.0, "lr": 0.01},
 }
 
 
@@ -72,23 +74,32 @@ def run(argv: list[str]) -> None:
 
 
 def one(framework: str, args, work: Path) -> dict:
-    model = work / f"{framework}.pt"
-    row = train(framework, args.steps, args.seed, model)
+    model, trained = work / f"{framework}.pt", work / f"{framework}.train.json"
+    if model.is_file() and trained.is_file() and \
+            json.loads(trained.read_text())["steps"] == args.steps:
+        row = json.loads(trained.read_text())          # trained by an earlier run in --work
+    else:
+        row = train(framework, args.steps, args.seed, model)
+        trained.write_text(json.dumps(row))
     extra = ["--thresholds", "0.5"] if framework == "difflogic" else []
     run(["logic", "import", "--model", str(model), *extra, "--samples", "0",
-         "--data-dir", args.data_dir, "--out", str(work / f"{framework}-import")])
+         "--data-dir", args.data_dir, "--overwrite",
+         "--out", str(work / f"{framework}-import")])
     imp = json.loads((work / f"{framework}-import" / "metrics.json").read_text())
     row["import"] = imp
     circuit = work / f"{framework}-import" / "circuit.json"
     run(["logic", "verify", "--circuit", str(circuit), "--data-dir", args.data_dir,
-         "--out", str(work / f"{framework}-verify")])
+         "--overwrite", "--out", str(work / f"{framework}-verify")])
     row["verify"] = json.loads((work / f"{framework}-verify" / "verify.json").read_text())
-    try:
-        run(["logic", "fpga", "--circuit", str(circuit), "--target", args.target,
-             "--out", str(work / f"{framework}-fpga")])
-        row["fpga"] = json.loads((work / f"{framework}-fpga" / "fpga.json").read_text())
-    except SystemExit as exc:                  # does not fit: say what binds
-        row["fpga"] = {"target": args.target, "error": str(exc)}
+    row["fpga"] = {}
+    for arch in args.archs.split(","):
+        out = work / f"{framework}-fpga-{arch}"
+        try:
+            run(["logic", "fpga", "--circuit", str(circuit), "--target", args.target,
+                 "--arch", arch, "--overwrite", "--out", str(out)])
+            row["fpga"][arch] = json.loads((out / "fpga.json").read_text())
+        except SystemExit as exc:
+            row["fpga"][arch] = {"target": args.target, "error": str(exc)}
     return row
 
 
@@ -99,11 +110,14 @@ def main(argv=None) -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--frameworks", default="difflogic,torchlogix")
-    ap.add_argument("--steps", type=int, default=3000, help="Adam steps of batch 100")
+    ap.add_argument("--steps", type=int, default=20000, help="Adam steps of batch 100")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--target", default="ice40-up5k")
+    ap.add_argument("--archs", default="combinational,serial-vote",
+                    help="the FPGA wrapper architectures to place (kairo logic fpga --arch)")
     ap.add_argument("--data-dir", default=os.environ.get("KAIRO_DATA_DIR", ""))
-    ap.add_argument("--work", type=Path, default=None, help="keep the runs here")
+    ap.add_argument("--work", type=Path, default=None,
+                    help="keep the runs here (a model trained there before is reused)")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
     load0 = os.getloadavg()

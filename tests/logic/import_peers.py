@@ -82,13 +82,13 @@ def torchlogix_model(x: np.ndarray, y: np.ndarray, k: int = 10, tau: float = 10.
                      lr: float = 0.05):
     """torchlogix's own layers: FixedBinarization (two thresholds on ToTensor's [0, 1] values),
     Flatten, LogicDense raw → warp → light with learnable connections (three ``widths``; with
-    two, raw → light), GroupSum(β = 0.5)."""
+    another count, raw … raw → light), GroupSum(β = 0.5)."""
     import torch
     from torchlogix.layers import FixedBinarization, GroupSum, LogicDense
 
     torch.manual_seed(seed)
-    kinds = ["raw", "warp", "light"][-len(widths):] if len(widths) == 3 else \
-        ["raw", "light"][-len(widths):]
+    kinds = (["raw", "warp", "light"] if len(widths) == 3 else
+             ["raw"] * (len(widths) - 1) + ["light"])
     layers, n = [], 1568
     for w, kind in zip(widths, kinds):
         extra = ({"connections": "learnable", "connections_kwargs": {"num_candidates": 2}}

@@ -23,9 +23,9 @@ costs.
 
 ``arch="serial-vote"`` counts the class votes over cycles instead of in adder trees (which
 take most of a small core's LUTs: about two LUT4 per output bit): on the edge the result
-leaves the gates (L edges after ``start``; L = ``pipeline``) the outputs are captured into
-flip-flops with enable, a one-hot token then walks the G outputs of each class in G cycles,
-and each class's small counter adds the bit under the token; one edge later ``cls`` is the
+leaves the gates (L edges after ``start``; L = ``pipeline``) the outputs are captured into a
+shift register that moves them down one place a clock, and for G cycles (G outputs per class)
+each class's small counter adds the bit at the bottom of its group; one edge later ``cls`` is the
 first class with the most votes and ``valid`` pulses — ``L + G + 1`` edges after the one that
 sampled ``start``. An extra output ``ready`` is high when a ``start`` would be taken (a start
 while it is low is ignored): one image per ``max(load cycles, L + G + 2)`` clocks, the next
@@ -172,7 +172,7 @@ def _serial_vote_source(c: Circuit, w: int, k: int) -> str:
     srw = nw * w
     shift = f"sr <= {{din, sr[{srw - 1}:{w}]}};" if nw > 1 else "sr <= din;"
     clk = ".clk(clk), " if k else ""
-    tok_next = "take" if g == 1 else f"{{tok[{g - 2}:0], take}}"
+    shifted = "1'b0" if no == 1 else f"{{1'b0, ob[{no - 1}:1]}}"
     if k == 0:
         busy, take, idle = "", "wire take = start & ready;", ""
     else:
@@ -182,9 +182,8 @@ def _serial_vote_source(c: Circuit, w: int, k: int) -> str:
         take, idle = f"wire take = busy[{k - 1}];", " && busy == 0"
     pad = f"{sw - 1}'d0, " if sw > 1 else ""          # the bit, zero-extended
     counts = "\n".join(
-        f"wire b{i} = |(ob[{i * g + g - 1}:{i * g}] & tok);\n"
         f"always @(posedge clk) if (take) cnt{i} <= 0; else if (run) cnt{i} <= cnt{i} + "
-        f"{{{pad}b{i}}};" for i in range(nc))
+        f"{{{pad}ob[{i * g}]}};" for i in range(nc))
     regs = ", ".join(f"cnt{i}" for i in range(nc))
     # m<i>: the most votes among classes 0 … i, i<i> the first class that has them
     best = [f"wire [{cw - 1}:0] i0 = {cw}'d0;"] + ([f"wire [{sw - 1}:0] m0 = cnt0;"]
@@ -223,18 +222,19 @@ wire [{no - 1}:0] o;
 {CORE} core ({clk}.x(sr[{n - 1}:0]), .o(o), .votes(), .y());
 /* verilator lint_on PINCONNECTEMPTY */
 
-reg run, fin;            // run: the votes are being counted; fin: the counts are final
-initial begin run = 1'b0; fin = 1'b0; valid = 1'b0; end
+reg [{sw - 1}:0] left;      // outputs of each class still to count
+reg fin;                   // the counts are final
+initial begin left = {sw}'d0; fin = 1'b0; valid = 1'b0; end
+wire run = left != {sw}'d0;
 {busy}assign ready = !run && !fin{idle};
 {take}
-reg [{no - 1}:0] ob;       // the outputs, captured (flip-flops with enable: no LUTs)
-reg [{g - 1}:0] tok;       // one-hot: the output of each class counted this cycle
-initial tok = {g}'b0;
+// the outputs, captured, then shifted down one a clock: ob[c*{g}] is the output of class c
+// counted next (each bit's neighbour is its next value, which places and routes locally)
+reg [{no - 1}:0] ob;
 always @(posedge clk) begin
-    if (take) ob <= o;
-    tok <= {tok_next};
-    if (take) run <= 1'b1; else if (tok[{g - 1}]) run <= 1'b0;
-    fin <= tok[{g - 1}];
+    ob <= take ? o : {shifted};
+    if (take) left <= {sw}'d{g}; else if (run) left <= left - {sw}'d1;
+    fin <= left == {sw}'d1;
 end
 reg [{sw - 1}:0] {regs};
 {counts}
