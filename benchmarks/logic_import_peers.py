@@ -7,8 +7,8 @@ iCE40 by ``kairo logic fpga`` (the wrapper simulated in Icarus Verilog first).
 The peers are not kairo dependencies; install them beside it (docs/notes/logic_import.md):
 
     pip install --no-deps --target /tmp/peers torchlogix==0.2.2   # + difflogic's python files
-    PYTHONPATH=/tmp/peers python benchmarks/logic_import_peers.py \\
-        --out benchmarks/results/logic_import_peers.json
+    PYTHONPATH=/tmp/peers python benchmarks/logic_import_peers.py --frameworks difflogic \\
+        --out benchmarks/results/logic_import_peers/difflogic.json     # and torchlogix
 
 Writes one JSON: per framework the network, its training (steps, seconds), the framework's
 test accuracy, the import (gates raw → simplified, depth, bit-exact images), the C check and
@@ -47,6 +47,9 @@ def train(framework: str, steps: int, seed: int, path: Path) -> dict:
     from import_peers import difflogic_model, mnist_subset, torchlogix_model
     from kairo.logic import framework_module
 
+    # one thread: these layers gain nothing from more, and on a shared machine more threads
+    # only oversubscribe the cores (a run took 3.6× as long)
+    torch.set_num_threads(1)
     xtr, ytr, xte, yte = mnist_subset(60000)
     net = NETWORKS[framework]
     t0 = time.perf_counter()
