@@ -164,6 +164,12 @@ def test_run_points_runs_a_list_of_runs_resumes_and_relocates(tmp_path, flaky):
     assert [r["status"] for r in rows] == ["done", "done", "skipped", "skipped"]
     with pytest.raises(ConfigError, match=r"repeated: \['a'\]"):
         run_points("flaky", [pts[0], pts[0]], tmp_path / "i", sweep="g3", store=st)
+    # a point's folder name: its label and a hash of its whole config
+    from kairo.sweep import point_key
+
+    assert point_key("x=1", {"x": 1}).startswith("x=1-")
+    assert point_key("x=1", {"x": 1}) == point_key("x=1", {"x": 1})
+    assert point_key("x=1", {"x": 1}) != point_key("x=1", {"x": 1, "y": 0})
 
 
 def test_a_failing_point_is_recorded_and_the_sweep_goes_on(tmp_path, flaky):

@@ -118,22 +118,18 @@ def _compare(cfg: CompareConfig, rd) -> str:
 
 # ---------------------------------------------------------------------------- sweep
 def _sweep(cfg: SweepConfig, rd) -> str:
-    import hashlib
     import json
 
     import pandas as pd
 
     from kairo._config import config_to_dict
     from kairo.reservoir import compare_at, sweep_result
-    from kairo.sweep import run_points
+    from kairo.sweep import point_key, run_points
 
     # each value is a stored `reservoir compare` run in rd.points (its nulls drawn from the
     # same seeds at every value): a stopped sweep runs only the values it has not finished
-    points = []
-    for v in cfg.values:
-        config = config_to_dict(compare_at(cfg, v))
-        digest = hashlib.sha1(json.dumps(config, sort_keys=True, default=str).encode())
-        points.append((f"{cfg.param}={v:g}-{digest.hexdigest()[:10]}", config))
+    configs = [config_to_dict(compare_at(cfg, v)) for v in cfg.values]
+    points = [(point_key(f"{cfg.param}={v:g}", c), c) for v, c in zip(cfg.values, configs)]
     run_points("reservoir compare", points, rd.points, workers=1, desc="sweep")
     folders = [rd.points / key for key, _ in points]
     r = sweep_result(cfg, [pd.read_csv(f / "runs.csv", float_precision="round_trip")

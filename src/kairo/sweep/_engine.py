@@ -25,7 +25,7 @@ from pathlib import Path
 from kairo._errors import ConfigError, KairoError
 from kairo.sweep._spec import Point, SweepSpec, grid_points
 
-__all__ = ["run_sweep", "run_point", "run_points", "SweepResult"]
+__all__ = ["run_sweep", "run_point", "run_points", "point_key", "SweepResult"]
 
 log = logging.getLogger("kairo.progress")
 
@@ -107,6 +107,13 @@ def run_point(job: dict) -> dict:
                 raise
             return {**row, "status": "failed", "error": f"{type(exc).__name__}: {exc}"}
     return {**row, "status": "done", "run_id": outcome.run_id}
+
+
+def point_key(label: str, config: dict) -> str:
+    """A grid point's folder name: ``label`` (what it is, for people) and a hash of its whole
+    config, so a point whose settings changed is another point and never taken for done."""
+    digest = hashlib.sha1(json.dumps(config, sort_keys=True, default=str).encode())
+    return f"{label}-{digest.hexdigest()[:10]}"
 
 
 def run_points(command: str, points, out, *, sweep: str = "", spec: dict | None = None,

@@ -191,8 +191,7 @@ def read_member_runs(folder) -> pd.DataFrame:
 def _point(job: dict) -> tuple[str, dict]:
     """A job as one ``kairo tsc train`` run: its key (what it is, readable, and a hash of its
     whole config, so a job whose settings changed is another point) and its config."""
-    import hashlib
-    import json
+    from kairo.sweep import point_key
 
     config = {**job["model"], **job["train"], "dataset": job["dataset"],
               "mnist1d_length": job["mnist1d_length"], "resample": job.get("resample", 0),
@@ -200,13 +199,11 @@ def _point(job: dict) -> tuple[str, dict]:
     fold = job.get("fold")
     if fold is not None:
         config.update(cv_folds=fold["folds"], cv_fold=fold["index"])
-    digest = hashlib.sha1(json.dumps(config, sort_keys=True, default=str).encode())
-    key = "-".join([job["dataset"], job["model"]["encoder"], job["model"]["pool"],
-                    f"s{job['train']['seed']}"]
-                   + ([f"r{job['resample']}"] if job.get("resample") else [])
-                   + ([f"f{fold['index']}of{fold['folds']}"] if fold is not None else [])
-                   + [digest.hexdigest()[:10]])
-    return key, config
+    label = "-".join([job["dataset"], job["model"]["encoder"], job["model"]["pool"],
+                      f"s{job['train']['seed']}"]
+                     + ([f"r{job['resample']}"] if job.get("resample") else [])
+                     + ([f"f{fold['index']}of{fold['folds']}"] if fold is not None else []))
+    return point_key(label, config), config
 
 
 def _row(job: dict, key: str, folder: Path) -> dict:
