@@ -296,3 +296,18 @@ def test_grid_jobs_resolve_auto_head_options_per_encoder():
                                                             "transformer": (True, "torch")}
     assert heads(head_norm="false") == {"resnet": (False, "glorot"),
                                         "transformer": (False, "torch")}
+
+
+@pytest.mark.parametrize("values, fragment", [
+    ({"cv_folds": 1}, "cv_fold: 0 of cv_folds 1"),
+    ({"cv_folds": 3, "cv_fold": 3}, "cv_fold: 3 of cv_folds 3"),
+    ({"cv_folds": -1}, "cv_folds must be ≥ 0"),
+])
+def test_bad_fold_settings_of_tsc_train_are_refused(values, fragment):
+    """cv_folds / cv_fold (a grid's fold run, set from a config file) are checked with the
+    config, naming the field."""
+    from kairo import ConfigError
+    from kairo.cli import make_config
+
+    with pytest.raises(ConfigError, match=fragment):
+        make_config("tsc train", values, source="config file")
