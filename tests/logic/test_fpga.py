@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kairo import ConfigError, KairoError
+from kairo import ConfigError, DataError, KairoError
 from kairo.cli import main
 from kairo.logic import Circuit
 from kairo.logic import _fpga as F
@@ -38,6 +38,22 @@ def varied_circuit(seed: int, **kw) -> Circuit:
 
 
 rand_x = random_bits
+
+
+def pixel_circuit(seed: int, thresholds=(50.5, 128, 200), n_pixels: int = 7,
+                  **kw) -> Circuit:
+    """A varied random circuit that reads ``n_pixels`` pixels at ``thresholds``."""
+    n = len(thresholds) * n_pixels
+    probe = np.random.default_rng(99).integers(0, 256, (64, n_pixels), dtype=np.uint8)
+    return first_varied(lambda s: random_netlist(s, n, kw.get("n_gates", 300),
+                                                 kw.get("n_classes", 3), kw.get("group", 4),
+                                                 window=20, p_two_input=0.8,
+                                                 meta={"thresholds": list(thresholds)}),
+                        lambda c: c.predict(c.image_bits(probe)), seed)
+
+
+def rand_px(seed: int, n: int, n_pixels: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 256, (n, n_pixels), dtype=np.uint8)
 
 
 # ---------------------------------------------------------------------------- targets, tools
@@ -80,12 +96,13 @@ def test_system_tools_preferred_over_yowasp(monkeypatch):
 def test_wrapper_shape_and_ports():
     c = random_circuit(1)
     shape = W.design_shape(c, io_bits=8)
-    assert shape == {"arch": "combinational", "io_bits": 8, "load_cycles": 3, "class_bits": 2,
-                     "pins": 14, "interval_cycles": 3}
+    assert shape == {"arch": "combinational", "input_stage": "bits", "io_bits": 8,
+                     "load_cycles": 3, "input_flip_flops": 24, "class_bits": 2, "pins": 14,
+                     "interval_cycles": 3}
     # the serial vote: a ready pin; one image per outputs per class + pipeline + 2 clocks
     assert W.design_shape(c, io_bits=8, arch="serial-vote", pipeline=1) == {
-        "arch": "serial-vote", "io_bits": 8, "load_cycles": 3, "class_bits": 2, "pins": 15,
-        "interval_cycles": 4 + 1 + 2}
+        "arch": "serial-vote", "input_stage": "bits", "io_bits": 8, "load_cycles": 3,
+        "input_flip_flops": 24, "class_bits": 2, "pins": 15, "interval_cycles": 4 + 1 + 2}
     assert W.design_shape(c, io_bits=1, arch="serial-vote")["interval_cycles"] == 21
     with pytest.raises(ConfigError, match="arch: expected one of combinational, serial-vote"):
         W.wrapper_source(c, arch="folded")
@@ -102,6 +119,56 @@ def test_wrapper_shape_and_ports():
     with pytest.raises(ConfigError, match="pipeline_votes must be an integer from 0 to 3"):
         W.wrapper_source(c, pipeline_votes=4)
     assert ".clk(clk)" in W.wrapper_source(c, io_bits=8, pipeline=0, pipeline_votes=1)
+
+
+def test_pixel_stage_shape_and_bad_input():
+    """8-bit pixels in: ceil(pixels / pixels per load) loads, one flip-flop per input bit the
+    gates read; a threshold that is always 1 (< 0) or always 0 (≥ 255) is a constant."""
+    c = pixel_circuit(1, thresholds=(-3, 100, 300), n_pixels=10)
+    assert c.image_input.thresholds == (-1, 100, 255)
+    stored = W.stored_pixel_bits(c)
+    live = c.live_nodes()[:c.n_inputs]
+    assert [i for i, _, _ in stored] == [i for i in range(10, 20) if live[i]]
+    assert all((k, p) == divmod(i, 10) for i, k, p in stored)
+    shape = W.design_shape(c, io_bits=24, arch="serial-vote", input_stage="pixels")
+    assert (shape["load_cycles"], shape["input_flip_flops"], shape["pins"]) == \
+        (4, len(stored), 24 + 2 + 5)
+    src = W.wrapper_source(c, io_bits=24, input_stage="pixels")
+    assert "kairo_circuit core (.x(xin)" in src and "> 8'd100;" in src
+    assert "8'd255" not in src and "8'd-1" not in src
+    # one assignment: 10 inputs always 1 at the bottom, 10 always 0 at the top
+    assert src.count("xin =") == 1 and "{10{1'b0}}, xs[" in src and src.count("{10{1'b1}}") == 1
+    with pytest.raises(ConfigError, match="io_bits: with input_stage 'pixels' the data port "
+                                          "carries whole 8-bit pixels; expected a multiple "
+                                          "of 8, got 12"):
+        W.wrapper_source(c, io_bits=12, input_stage="pixels")
+    with pytest.raises(ConfigError, match=r"input_stage: 'pixels' needs a circuit that reads "
+                                          r"thresholded pixels \(meta\['thresholds'\]"):
+        W.wrapper_source(random_circuit(1), input_stage="pixels")
+    with pytest.raises(ConfigError, match="input_stage: expected one of bits, pixels; got "
+                                          "'bytes'"):
+        W.wrapper_source(c, input_stage="bytes")
+    with pytest.raises(DataError, match="images must be uint8 pixels"):
+        W.simulate_wrapper(c, rand_px(0, 3, 10).astype(np.int64), input_stage="pixels")
+
+
+@needs_iverilog
+@pytest.mark.parametrize("arch, io_bits, pipeline, thresholds", [
+    ("combinational", 8, 0, (50.5, 128, 200)), ("combinational", 24, 2, (50.5, 128, 200)),
+    ("combinational", 16, 1, (-3, 100, 300)), ("serial-vote", 8, 0, (50.5, 128, 200)),
+    ("serial-vote", 24, 2, (0, 254)), ("serial-vote", 64, 1, (-3, 100, 300))])
+def test_pixel_stage_simulates_bit_exactly(arch, io_bits, pipeline, thresholds):
+    """Pixels thresholded on chip as they arrive (some starts overlap the next image's first
+    load, the last load of 7 pixels padded): the classes equal Circuit.predict of the
+    circuit's own image bits, at the latency and spacing of the bits stage."""
+    c = pixel_circuit(io_bits + pipeline, thresholds=thresholds)
+    x = rand_px(io_bits, 23, 7)
+    cls, starts, valids = W.simulate_wrapper(c, x, io_bits=io_bits, pipeline=pipeline,
+                                             arch=arch, input_stage="pixels",
+                                             return_timing=True)
+    np.testing.assert_array_equal(cls, c.predict(c.image_bits(x)))
+    group = 4 if arch == "serial-vote" else 0
+    np.testing.assert_array_equal(valids - starts, pipeline + group + (1 if group else 0))
 
 
 @needs_iverilog
@@ -169,11 +236,14 @@ def test_wrapper_ties_and_mnist_width():
 @pytest.mark.skipif(shutil.which("verilator") is None, reason="verilator not installed")
 def test_wrapper_lint_clean(tmp_path):
     c = random_circuit(2)
-    for k, arch in ((0, "combinational"), (2, "combinational"), (0, "serial-vote"),
-                    (2, "serial-vote")):
-        (tmp_path / "kairo_circuit.v").write_text(verilog_source(c, pipeline=k))
-        (tmp_path / "kairo_top.v").write_text(W.wrapper_source(c, io_bits=5, pipeline=k,
-                                                               arch=arch))
+    p = pixel_circuit(2, thresholds=(-3, 100, 300))
+    for k, arch, stage in ((0, "combinational", "bits"), (2, "combinational", "bits"),
+                           (0, "serial-vote", "bits"), (2, "serial-vote", "bits"),
+                           (0, "combinational", "pixels"), (2, "serial-vote", "pixels")):
+        circ, w = (p, 16) if stage == "pixels" else (c, 5)
+        (tmp_path / "kairo_circuit.v").write_text(verilog_source(circ, pipeline=k))
+        (tmp_path / "kairo_top.v").write_text(W.wrapper_source(circ, io_bits=w, pipeline=k,
+                                                               arch=arch, input_stage=stage))
         r = subprocess.run(["verilator", "--lint-only", "-Wall", "--top-module", "kairo_top",
                             "kairo_top.v", "kairo_circuit.v"], cwd=tmp_path,
                            capture_output=True, text=True)

@@ -14,7 +14,7 @@ from kairo._errors import ConfigError
 __all__ = ["LogicTrainConfig", "ExportConfig", "VerifyConfig", "FpgaConfig", "BenchConfig",
            "ImportConfig", "IMPORT_FRAMEWORKS",
            "PAIRINGS", "WIRINGS", "GATE_MODES", "ENGINES", "EXPORT_FORMATS", "BACKENDS", "SIMULATORS",
-           "FPGA_TARGETS", "FPGA_ARCHS", "C_WIDTHS", "IMAGE_SIZE", "CONV_FIELDS"]
+           "FPGA_TARGETS", "FPGA_ARCHS", "FPGA_INPUTS", "C_WIDTHS", "IMAGE_SIZE", "CONV_FIELDS"]
 
 PAIRINGS = ("random", "unique")              # fixed wirings
 WIRINGS = (*PAIRINGS, "learned")
@@ -26,6 +26,8 @@ SIMULATORS = ("auto", "iverilog", "verilator")
 FPGA_TARGETS = ("ice40-up5k", "ice40-hx8k", "ice40-lp8k", "ice40-hx1k", "ice40-lp1k")
 # the FPGA wrapper's vote: adder trees in one cycle, or counted over cycles
 FPGA_ARCHS = ("combinational", "serial-vote")
+# what the data port carries: the circuit's input bits, or 8-bit pixels thresholded on chip
+FPGA_INPUTS = ("bits", "pixels")
 C_WIDTHS = ("auto", "64", "256", "512")
 IMPORT_FRAMEWORKS = ("auto", "difflogic", "torchlogix")    # kairo logic import reads these
 IMAGE_SIZE = 28                               # MNIST: 28 × 28 pixels
@@ -273,7 +275,12 @@ class FpgaConfig:
     pipeline_votes: int = option(0, "register stages spread over the vote adder trees and the "
                                  "argmax (at most their levels − 1; adds to the latency; for "
                                  "the fmax of circuits with many votes)", low=0)
-    io_bits: int = option(8, "input bits loaded per clock through the shift register", low=1)
+    io_bits: int = option(8, "width of the data port: input bits (or with --input-stage "
+                          "pixels 8 bits per pixel) loaded per clock", low=1)
+    input_stage: str = option("bits", "what the data port carries: bits (the circuit's input "
+                              "bits, shifted into a register of all of them) or pixels "
+                              "(8-bit pixels, thresholded on chip as they arrive; only the "
+                              "bits the gates read are stored)", choices=FPGA_INPUTS)
     arch: str = option("combinational", "how the class votes are counted: combinational "
                        "(adder trees, one image per load) or serial-vote (captured, then "
                        "one output per class per clock into small counters: a fraction of "

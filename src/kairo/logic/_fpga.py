@@ -25,13 +25,13 @@ import numpy as np
 
 from kairo._errors import ConfigError, KairoError
 from kairo.logic._circuit import Circuit
-from kairo.logic._fpga_wrapper import (ARCHS, CORE, CORE_ONLY, FPGA_INSTALL, TOP, check_design,
-                                       design_shape, run_tool, simulate_wrapper,
+from kairo.logic._fpga_wrapper import (ARCHS, CORE, CORE_ONLY, FPGA_INSTALL, INPUT_STAGES, TOP,
+                                       check_design, design_shape, run_tool, simulate_wrapper,
                                        wrapper_source)
 from kairo.logic.backends import find_simulator, verilog_source
 from kairo.logic.backends._common import stderr_head
 
-__all__ = ["FpgaTarget", "TARGETS", "ARCHS", "get_target", "find_tools", "synthesize",
+__all__ = ["FpgaTarget", "TARGETS", "ARCHS", "INPUT_STAGES", "get_target", "find_tools", "synthesize",
            "report_text", "run_fpga"]
 
 log = logging.getLogger(__name__)
@@ -166,7 +166,7 @@ def _pnr_report(report: Path, log_text: str) -> dict:
 def synthesize(circuit: Circuit, target: str = "ice40-up5k", *, workdir, pipeline: int = 0,
                pipeline_votes: int = 0, io_bits: int = 8, freq_mhz: float = 12.0,
                seed: int = 1, timeout: float = 1800.0, core_stats: bool = True,
-               tools=None, arch: str = "combinational") -> dict:
+               tools=None, arch: str = "combinational", input_stage: str = "bits") -> dict:
     """Synthesize the wrapped circuit for ``target`` and, if it fits, place and route it.
 
     Writes into the existing folder ``workdir``: ``core.v``, ``top.v``, ``synth.ys``,
@@ -177,15 +177,17 @@ def synthesize(circuit: Circuit, target: str = "ice40-up5k", *, workdir, pipelin
     ``kairo logic fpga`` saves as ``fpga.json``): cell counts, the wrapper's share, whether
     it fits, utilization and the maximum clock frequency nextpnr achieved. ``arch``: the
     wrapper's architecture (:data:`ARCHS`; with ``serial-vote`` the core synthesized alone is
-    the gates without the vote, which the wrapper counts).
+    the gates without the vote, which the wrapper counts). ``input_stage``: what the data port
+    carries (:data:`INPUT_STAGES`: the input bits, or 8-bit pixels thresholded on chip).
     """
-    c, w, k, pv, lat = check_design(circuit, io_bits, pipeline, pipeline_votes, arch)
+    c, w, k, pv, lat = check_design(circuit, io_bits, pipeline, pipeline_votes, arch,
+                                    input_stage)
     tgt = get_target(target)
     if not (isinstance(freq_mhz, (int, float)) and freq_mhz > 0) or \
             not (isinstance(timeout, (int, float)) and timeout > 0):
         raise ConfigError(f"freq and timeout must be positive numbers, got {freq_mhz!r} and "
                           f"{timeout!r}")
-    shape = design_shape(c, w, arch, k)
+    shape = design_shape(c, w, arch, k, input_stage)
     if shape["pins"] > tgt.io_pins:
         raise ConfigError(f"the wrapper needs {shape['pins']} pins (io_bits={w} data, "
                           f"{shape['class_bits']} class, clk, load, start, valid"
@@ -198,7 +200,7 @@ def synthesize(circuit: Circuit, target: str = "ice40-up5k", *, workdir, pipelin
     tools = tools or find_tools(tgt.family)
     yosys, nextpnr = tools["yosys"], tools["nextpnr"]
 
-    _write_design(wd, c, shape, w, k, pv, lat, core_stats, arch)
+    _write_design(wd, c, shape, w, k, pv, lat, core_stats, arch, input_stage)
     live = c.n_live_gates()
     rep: dict = {
         "target": asdict(tgt),
@@ -231,12 +233,13 @@ def synthesize(circuit: Circuit, target: str = "ice40-up5k", *, workdir, pipelin
 
 
 def _write_design(wd: Path, c: Circuit, shape: dict, w: int, k: int, pv: int, lat: int,
-                  core_stats: bool, arch: str = "combinational") -> None:
+                  core_stats: bool, arch: str = "combinational",
+                  input_stage: str = "bits") -> None:
     """The Verilog (``core.v``, ``top.v``, with ``core_stats`` ``core_only.v``) and the
     Yosys script ``synth.ys`` that synthesizes it, in ``wd``."""
     (wd / "core.v").write_text(verilog_source(c, module=CORE, pipeline=k, pipeline_votes=pv))
     (wd / "top.v").write_text(wrapper_source(c, io_bits=w, pipeline=k, pipeline_votes=pv,
-                                             arch=arch))
+                                             arch=arch, input_stage=input_stage))
     script = ["read_verilog core.v"]
     if core_stats:
         # the core as the wrapper uses it (x in; the class out, or with the serial vote the
@@ -332,8 +335,9 @@ def report_text(rep: dict) -> str:
     lines = [f"{t['name']} ({t['package']}): {rep['circuit']['live_gates']} gates, "
              f"{d.get('arch', 'combinational')} vote, pipeline "
              f"{d['pipeline']} + {d.get('pipeline_votes', 0)} in the votes, "
-             f"{d['io_bits']}-bit input port ({d['load_cycles']} loads per "
-             f"image, {d['pins']} pins)",
+             f"{d['io_bits']}-bit input port of "
+             f"{d.get('input_stage', 'bits')} ({d['load_cycles']} loads per image, "
+             f"{d.get('input_flip_flops', '?')} input flip-flops, {d['pins']} pins)",
              f"yosys: {s['lut4']} LUT4, {s['carry']} carry, {s['dff']} flip-flops "
              f"({s['seconds']:.1f} s)"]
     if "core" in rep:
@@ -361,13 +365,22 @@ def run_fpga(cfg, rd) -> str:
             sim = {"skipped": str(exc)}
         else:
             rng = np.random.default_rng(cfg.seed)
-            x = rng.integers(0, 2, (cfg.sim_vectors, c.n_inputs), dtype=np.uint8)
+            if cfg.input_stage == "pixels":
+                check_design(c, cfg.io_bits, cfg.pipeline, cfg.pipeline_votes, cfg.arch,
+                             cfg.input_stage)
+                x = rng.integers(0, 256, (cfg.sim_vectors, c.image_input.n_pixels),
+                                 dtype=np.uint8)
+                want = c.predict(c.image_bits(x))
+            else:
+                x = rng.integers(0, 2, (cfg.sim_vectors, c.n_inputs), dtype=np.uint8)
+                want = c.predict(x)
             got = simulate_wrapper(c, x, io_bits=cfg.io_bits, pipeline=cfg.pipeline,
                                    pipeline_votes=cfg.pipeline_votes, timeout=cfg.timeout,
-                                   arch=cfg.arch)
-            if not np.array_equal(got, c.predict(x)):
+                                   arch=cfg.arch, input_stage=cfg.input_stage)
+            if not np.array_equal(got, want):
                 raise KairoError(f"internal error: the wrapper's simulated classes differ from "
-                                 f"Circuit.predict on {cfg.sim_vectors} random inputs")
+                                 f"Circuit.predict on {cfg.sim_vectors} random "
+                                 f"{'images' if cfg.input_stage == 'pixels' else 'inputs'}")
             sim = {"vectors": int(cfg.sim_vectors), "simulator": "iverilog",
                    "bit_exact": True, "seed": int(cfg.seed)}
             log.info("wrapper simulated bit-exactly on %d random inputs", cfg.sim_vectors)
@@ -375,7 +388,7 @@ def run_fpga(cfg, rd) -> str:
     rep = synthesize(c, cfg.target, workdir=rd.path, pipeline=cfg.pipeline,
                      pipeline_votes=cfg.pipeline_votes, io_bits=cfg.io_bits,
                      freq_mhz=cfg.freq, seed=cfg.seed, timeout=cfg.timeout,
-                     core_stats=cfg.core_stats, arch=cfg.arch)
+                     core_stats=cfg.core_stats, arch=cfg.arch, input_stage=cfg.input_stage)
     rep["circuit"]["path"] = str(cfg.circuit)
     rep["simulation"] = sim
     for name in sorted(p.name for p in rd.path.iterdir() if p.name not in before and p.is_file()):

