@@ -290,8 +290,11 @@ if {overfull}:
     open(log, "w").write("Info: Device utilisation:\\nInfo: \\t ICESTORM_LC: 6000/ 5280 113%\\n"
                          "ERROR: Unable to place cell 'x', no BELs remaining\\n")
     sys.exit(1)
-open(log, "w").write("Info: Max frequency for clock 'clk': 61.50 MHz (PASS at 12.00 MHz)\\n")
-rep = {{"fmax": {{"clk$glb": {{"achieved": 61.5, "constraint": 12.0}}}},
+packed = "--pack-only" in sys.argv
+open(log, "w").write("Info: \\t ICESTORM_LC: 57/ 5280 1%\\n" if packed else
+                     "Info: Max frequency for clock 'clk': 61.50 MHz (PASS at 12.00 MHz)\\n")
+fmax = {{}} if packed else {{"clk$glb": {{"achieved": 61.5, "constraint": 12.0}}}}
+rep = {{"fmax": fmax,
        "utilization": {{"ICESTORM_LC": {{"available": 5280, "used": 57}},
                         "SB_IO": {{"available": 39, "used": 14}}}}}}
 json.dump(rep, open(sys.argv[sys.argv.index("--report") + 1], "w"))
@@ -322,6 +325,27 @@ def test_report_from_stand_in_tools(tmp_path):
     assert "synth_ice40 -top kairo_top -json netlist.json" in script
     assert "tee -q -o stat.json stat -json" in script and "kairo_core_only" in script
     assert (wd / "top.v").is_file() and (wd / "core.v").is_file()
+
+
+def test_pack_only_counts_cells_without_routing(tmp_path, monkeypatch, capsys):
+    wd = tmp_path / "work"
+    wd.mkdir()
+    rep = F.synthesize(random_circuit(1), "ice40-up5k", workdir=wd, pack_only=True,
+                       tools=fake_tools(tmp_path))
+    p = rep["place_and_route"]
+    assert rep["fits"] is True and p["pack_only"] and p["lc_used"] == 57
+    assert "packed into 57 of 5280 logic cells (not placed or routed" in rep["fit_reason"]
+    assert "fmax_mhz" not in rep and "images_per_s_at_fmax" not in rep
+    assert "fits: yes — packed into 57" in F.report_text(rep)
+    # through the CLI: the flag reaches nextpnr
+    path = tmp_path / "c.json"
+    random_circuit(1).save(path)
+    monkeypatch.setattr(F, "find_tools", lambda family="ice40": fake_tools(tmp_path))
+    assert main(["logic", "fpga", "--circuit", str(path), "--sim-vectors", "0", "--pack-only",
+                 "--out", str(tmp_path / "cli")]) == 0
+    assert "packed into 57" in capsys.readouterr().out
+    saved = json.loads((tmp_path / "cli" / "fpga.json").read_text())
+    assert saved["place_and_route"]["pack_only"] is True
 
 
 def test_too_big_for_yosys_skips_nextpnr(tmp_path):
@@ -409,6 +433,23 @@ def test_real_synthesis_place_and_route(tmp_path, capsys):
               "config.yaml", "run.json"):
         assert (out / f).is_file(), f
     assert "fpga.json" in json.loads((out / "run.json").read_text())["files"]
+    # the packer alone takes as many logic cells as were placed, and says nothing of fmax
+    assert main(["logic", "fpga", "--circuit", str(path), "--pipeline", "1", "--pack-only",
+                 "--sim-vectors", "0", "--out", str(tmp_path / "p")]) == 0
+    packed = json.loads((tmp_path / "p" / "fpga.json").read_text())
+    assert packed["fits"] is True and "fmax_mhz" not in packed
+    assert packed["place_and_route"]["lc_used"] == p["lc_used"]
+    # pixels in: at most a flip-flop per stored input bit (Yosys may find more unused), plus
+    # the load counter (2), cls (2) and valid
+    px = pixel_circuit(3, n_pixels=7)
+    px.save(tmp_path / "px.json")
+    assert main(["logic", "fpga", "--circuit", str(tmp_path / "px.json"), "--input-stage",
+                 "pixels", "--io-bits", "16", "--pack-only", *sim, "--out",
+                 str(tmp_path / "px")]) == 0
+    rpx = json.loads((tmp_path / "px" / "fpga.json").read_text())
+    assert rpx["fits"] is True and rpx["design"]["load_cycles"] == 4
+    assert rpx["design"]["input_flip_flops"] == len(W.stored_pixel_bits(px)) <= px.n_inputs
+    assert 0 < rpx["synthesis"]["dff"] <= rpx["design"]["input_flip_flops"] + 5
     # the serial vote: the core synthesized alone is the gates; the wrapper counts the votes
     assert main(["logic", "fpga", "--circuit", str(path), "--arch", "serial-vote",
                  "--pipeline", "1", "--timeout", "900", *sim, "--out", str(tmp_path / "s")]) == 0

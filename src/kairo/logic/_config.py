@@ -292,6 +292,9 @@ class FpgaConfig:
     timeout: float = option(1800.0, "seconds allowed for each Yosys / nextpnr run", above=0)
     core_stats: bool = option(True, "also synthesize the core alone, to report the wrapper's "
                               "cost")
+    pack_only: bool = option(False, "run only nextpnr's packer: the logic cells the design "
+                             "takes, in seconds where placing and routing a nearly full part "
+                             "takes tens of minutes (no fmax)")
     sim_vectors: int = option(64, "random inputs the wrapper is simulated on with iverilog "
                               "first (0: skip)", low=0)
 

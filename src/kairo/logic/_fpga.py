@@ -166,7 +166,8 @@ def _pnr_report(report: Path, log_text: str) -> dict:
 def synthesize(circuit: Circuit, target: str = "ice40-up5k", *, workdir, pipeline: int = 0,
                pipeline_votes: int = 0, io_bits: int = 8, freq_mhz: float = 12.0,
                seed: int = 1, timeout: float = 1800.0, core_stats: bool = True,
-               tools=None, arch: str = "combinational", input_stage: str = "bits") -> dict:
+               tools=None, arch: str = "combinational", input_stage: str = "bits",
+               pack_only: bool = False) -> dict:
     """Synthesize the wrapped circuit for ``target`` and, if it fits, place and route it.
 
     Writes into the existing folder ``workdir``: ``core.v``, ``top.v``, ``synth.ys``,
@@ -179,6 +180,9 @@ def synthesize(circuit: Circuit, target: str = "ice40-up5k", *, workdir, pipelin
     wrapper's architecture (:data:`ARCHS`; with ``serial-vote`` the core synthesized alone is
     the gates without the vote, which the wrapper counts). ``input_stage``: what the data port
     carries (:data:`INPUT_STAGES`: the input bits, or 8-bit pixels thresholded on chip).
+    ``pack_only``: nextpnr only packs the design into logic cells (seconds, where placing and
+    routing a nearly full part takes tens of minutes): whether it fits is the cell count's
+    verdict, and there is no fmax.
     """
     c, w, k, pv, lat = check_design(circuit, io_bits, pipeline, pipeline_votes, arch,
                                     input_stage)
@@ -228,7 +232,7 @@ def synthesize(circuit: Circuit, target: str = "ice40-up5k", *, workdir, pipelin
         rep["place_and_route"] = {"ran": False}
         return rep
     log.info("nextpnr: placing and routing on %s (%s) …", tgt.name, tgt.package)
-    _place_and_route(nextpnr, tgt, wd, freq_mhz, seed, timeout, shape, rep)
+    _place_and_route(nextpnr, tgt, wd, freq_mhz, seed, timeout, shape, rep, pack_only)
     return rep
 
 
@@ -284,19 +288,22 @@ def _run_yosys(yosys: list[str], wd: Path, timeout: float, core_stats: bool,
 
 
 def _place_and_route(nextpnr: list[str], tgt: FpgaTarget, wd: Path, freq_mhz: float,
-                     seed: int, timeout: float, shape: dict, rep: dict) -> None:
+                     seed: int, timeout: float, shape: dict, rep: dict,
+                     pack_only: bool = False) -> None:
     """Run nextpnr on ``netlist.json`` and put its figures and the verdict (``fits``,
     ``fit_reason``, fmax) into ``rep``."""
     cmd = [*nextpnr, f"--{tgt.device}", "--package", tgt.package, "--json", "netlist.json",
            "--freq", f"{freq_mhz:g}", "--seed", str(int(seed)), "--report", "report.json",
            "--pcf-allow-unconstrained", "--timing-allow-fail", "--log", "nextpnr.log",
-           "--quiet"]
+           "--quiet", *(["--pack-only"] if pack_only else [])]
     t0 = time.perf_counter()
     r = run_tool(cmd, wd, timeout, "nextpnr", timeout_ok=True)
     t_pnr = time.perf_counter() - t0
     logtext = (wd / "nextpnr.log").read_text() if (wd / "nextpnr.log").is_file() else ""
     pnr = {"ran": True, "seconds": round(t_pnr, 2), **_pnr_report(wd / "report.json",
                                                                   logtext)}
+    if pack_only:
+        pnr["pack_only"] = True
     rep["place_and_route"] = pnr
     if r is None:
         # a nearly full device can keep the router busy for a long time: the synthesis
@@ -316,6 +323,16 @@ def _place_and_route(nextpnr: list[str], tgt: FpgaTarget, wd: Path, freq_mhz: fl
             return
         raise KairoError(f"nextpnr failed (exit {r.returncode}):\n"
                          f"{stderr_head(r.stderr + r.stdout or logtext[-3000:])}")
+    if pack_only:
+        if "lc_used" not in pnr:
+            raise KairoError("nextpnr --pack-only reported no logic cell count; see nextpnr.log")
+        rep["fits"] = pnr["lc_used"] <= pnr.get("lc_available", tgt.logic_cells)
+        rep["fit_reason"] = (f"packed into {pnr['lc_used']} of "
+                             f"{pnr.get('lc_available', tgt.logic_cells)} logic cells (not "
+                             f"placed or routed: --pack-only; a nearly full part may still "
+                             f"fail to route)")
+        pnr["utilization"] = round(pnr["lc_used"] / pnr.get("lc_available", tgt.logic_cells), 4)
+        return
     rep["fits"] = True
     rep["fit_reason"] = (f"placed and routed: {pnr.get('lc_used', '?')} of "
                          f"{pnr.get('lc_available', tgt.logic_cells)} logic cells")
@@ -388,7 +405,8 @@ def run_fpga(cfg, rd) -> str:
     rep = synthesize(c, cfg.target, workdir=rd.path, pipeline=cfg.pipeline,
                      pipeline_votes=cfg.pipeline_votes, io_bits=cfg.io_bits,
                      freq_mhz=cfg.freq, seed=cfg.seed, timeout=cfg.timeout,
-                     core_stats=cfg.core_stats, arch=cfg.arch, input_stage=cfg.input_stage)
+                     core_stats=cfg.core_stats, arch=cfg.arch, input_stage=cfg.input_stage,
+                     pack_only=cfg.pack_only)
     rep["circuit"]["path"] = str(cfg.circuit)
     rep["simulation"] = sim
     for name in sorted(p.name for p in rd.path.iterdir() if p.name not in before and p.is_file()):
