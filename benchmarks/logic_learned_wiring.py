@@ -13,6 +13,13 @@ wiring, fused — what learned wiring costs over it.
 Sizes: the first layer of an MNIST network with 3 thresholds (2,352 bits → 4,000 gates) and a
 hidden layer (4,000 → 4,000), K = 8 and 16, batch 128.
 
+The read floor (the roofline of this step on this machine): a step must read each gate's 2K
+candidate rows (``batch`` floats each) three times — to mix the inputs, for ∂L/∂p (a dot with
+each candidate) and for ∂L/∂x (the gate's gradient row scattered into each candidate's row, a
+read and a write). A numba loop that only sums those rows, three passes, on the same threads
+and parts as the fused loops, is timed as ``floor_s``: no kernel with this access pattern can
+be faster, so ``torch_s / floor_s`` bounds the speedup any fused step could reach.
+
 Usage::
 
     python benchmarks/logic_learned_wiring.py [--steps N] [--quick] [--out PATH]
@@ -37,8 +44,12 @@ from _common import atomic_write_json, loadavg  # noqa: E402
 
 import torch  # noqa: E402
 
+import numpy as np  # noqa: E402
+from numba import njit  # noqa: E402
+
 from kairo.results import cpu_model  # noqa: E402
 from kairo.logic import LogicDense, fused_available, fused_threads  # noqa: E402
+from kairo.logic._kernel_threads import _n_threads, _parallel  # noqa: E402
 
 SIZES = [(2352, 4000, 8), (2352, 4000, 16), (4000, 4000, 8)]
 
@@ -57,6 +68,39 @@ def _layers(n_in, n_out, k):
                 m.wire_b.normal_()
         out[name] = m
     return out
+
+
+@njit(nogil=True, cache=True)
+def _read_rows(part, lo, hi, x, ca, cb, acc):
+    """acc[part] += every candidate row of gates lo … hi−1: the reads of one pass, no more."""
+    out = acc[part]
+    for i in range(lo, hi):
+        for k in range(ca.shape[1]):
+            row = x[ca[i, k]]
+            for t in range(out.shape[0]):
+                out[t] += row[t]
+        for k in range(cb.shape[1]):
+            row = x[cb[i, k]]
+            for t in range(out.shape[0]):
+                out[t] += row[t]
+
+
+def _floor(m, x, steps):
+    """Median time of three read passes over the candidate rows (see the module doc)."""
+    xt = np.ascontiguousarray(x.detach().numpy().T)            # (n_in, batch), as the loops
+    ca, cb = m.ca.numpy(), m.cb.numpy()
+    with fused_threads(m):
+        parts = 8 * _n_threads()
+        edges = np.linspace(0, ca.shape[0], parts + 1).astype(np.int64)
+        acc = np.zeros((parts, xt.shape[1]), dtype=xt.dtype)
+        ts = []
+        for i in range(steps + 2):
+            t0 = time.perf_counter()
+            for _ in range(3):
+                _parallel(_read_rows, edges, xt, ca, cb, acc)
+            if i >= 2:
+                ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
 
 
 def _step(m, x, w):
@@ -118,11 +162,20 @@ def main(argv=None) -> int:
                "loadavg": loadavg()}
         for name, m in layers.items():
             row[f"{name}_s"] = round(_time(m, x, w, steps, name != "torch"), 5)
+        row["floor_s"] = round(_floor(layers["fused"], x, steps), 5)
         row["speedup_fused_vs_torch"] = round(row["torch_s"] / row["fused_s"], 2)
         row["learned_vs_unique_fused"] = round(row["fused_s"] / row["fused_unique_s"], 2)
+        # the rows a step must read (3 passes of 2K rows per gate) and the bound they set
+        row["candidate_row_bytes"] = 3 * n_out * 2 * k * args.batch * x.element_size()
+        row["floor_gb_per_s"] = round(row["candidate_row_bytes"] / row["floor_s"] / 1e9, 1)
+        row["fused_gb_per_s"] = round(row["candidate_row_bytes"] / row["fused_s"] / 1e9, 1)
+        row["fused_vs_floor"] = round(row["fused_s"] / row["floor_s"], 2)
+        row["max_speedup_at_floor"] = round(row["torch_s"] / row["floor_s"], 2)
         print(f"{n_in}→{n_out} K={k}: torch {row['torch_s'] * 1e3:.1f} ms, fused "
               f"{row['fused_s'] * 1e3:.1f} ms ({row['speedup_fused_vs_torch']}×), unique fused "
-              f"{row['fused_unique_s'] * 1e3:.1f} ms", flush=True)
+              f"{row['fused_unique_s'] * 1e3:.1f} ms, read floor {row['floor_s'] * 1e3:.1f} ms "
+              f"(fused {row['fused_vs_floor']}× it; at most {row['max_speedup_at_floor']}× "
+              f"torch)", flush=True)
         res["rows"].append(row)
     res["loadavg_after"] = loadavg()
     out = Path(args.out or Path(__file__).parent / "results" /
