@@ -306,7 +306,8 @@ COMMANDS = [
     Command("logic fpga", FpgaConfig, _fpga,
             "synthesize, place and route a circuit for an iCE40 FPGA (Yosys + nextpnr): LUTs, "
             "fit, fmax",
-            description="Yosys + nextpnr report of a circuit inside a shift-register wrapper "
+            description="Yosys + nextpnr report of a circuit inside a top-level wrapper that "
+                        "loads its input bits (or thresholds 8-bit pixels) over a narrow port "
                         "(system tools or the YoWASP builds: pip install "
                         "'kairo-circuits[fpga]')",
             inputs=_fpga_inputs, headline=("fpga.synthesis.lut4", "fpga.fits", "fpga.fmax_mhz")),

@@ -267,7 +267,7 @@ class VerifyConfig:
 
 @dataclass(frozen=True)
 class FpgaConfig:
-    """``kairo logic fpga``: Yosys + nextpnr report of a circuit in a shift-register wrapper."""
+    """``kairo logic fpga``: Yosys + nextpnr report of a circuit in its FPGA wrapper."""
 
     circuit: str = option("", _CIRCUIT_HELP, required=True)
     target: str = option("ice40-up5k", "FPGA part", choices=FPGA_TARGETS)

@@ -1,5 +1,5 @@
 """FPGA reports for a :class:`~kairo.logic.Circuit`: Yosys synthesis and nextpnr
-place-and-route for Lattice iCE40 parts, of the circuit in the shift-register wrapper of
+place-and-route for Lattice iCE40 parts, of the circuit in the top-level wrapper of
 :mod:`kairo.logic._fpga_wrapper` (the core alone is also synthesized so the report can say
 what the wrapper costs).
 

@@ -1,4 +1,4 @@
-"""The FPGA top level: a shift-register wrapper around the Verilog core of a circuit, and
+"""The FPGA top level: a wrapper around the Verilog core of a circuit that loads its inputs, and
 its simulation in Icarus Verilog.
 
 An MNIST circuit reads 784+ input bits but an iCE40 package has 39–206 I/O pins, so the
