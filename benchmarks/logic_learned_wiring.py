@@ -22,11 +22,12 @@ read and a write). A numba loop that only sums those rows, three passes, on the 
 and parts as the fused loops, is timed as ``floor_s``: no kernel with this access pattern can
 be faster, so ``torch_s / floor_s`` bounds the speedup any fused step could reach.
 
-Where a fused step's time goes: ``loops_s`` is the layer's own forward and backward
-(``kairo.logic._kernels.dense_learned``: the numba loops and their thread hand-off) called on
-tensors already in its neuron-major layout with the wiring and gate weights given; the rest of
-``fused_s`` is torch around it — the softmaxes of the logits, the transposes of a batch-major
-input and gradient into that layout and back, the loss — which does not grow with K.
+Where a fused step's time goes: ``loops_s`` is the time per step inside the layer's fused
+forward and backward (torch's profiler: the autograd nodes ``_DenseLearned`` and
+``_DenseLearnedBackward``, which run the numba loops on tensors already in their neuron-major
+layout); the rest of ``fused_s`` is torch around them — the softmaxes of the logits, the
+transposes of a batch-major input and gradient into that layout and back, the loss — which
+does not grow with K.
 
 Usage::
 
@@ -45,6 +46,7 @@ import platform
 import statistics
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -57,8 +59,7 @@ from numba import njit  # noqa: E402
 
 from kairo.results import cpu_model  # noqa: E402
 from kairo.logic import LogicDense, fused_available, fused_threads  # noqa: E402
-from kairo.logic import _kernels as fused_kernels  # noqa: E402
-from kairo.logic._kernel_threads import _n_threads, _parallel  # noqa: E402
+from torch.profiler import ProfilerActivity, profile  # noqa: E402
 
 SIZES = [(2352, 4000, 8), (2352, 4000, 16), (4000, 4000, 8)]
 
@@ -95,40 +96,47 @@ def _read_rows(part, lo, hi, x, ca, cb, acc):
 
 
 def _floor(m, x, steps):
-    """Median time of three read passes over the candidate rows (see the module doc)."""
+    """Median time of three read passes over the candidate rows (see the module doc), on as
+    many threads as the fused loops use (torch's): one equal share of the gates each, all
+    three passes in one task, so thread hand-offs cost as little as they can."""
     xt = np.ascontiguousarray(x.detach().numpy().T)            # (n_in, batch), as the loops
     ca, cb = m.ca.numpy(), m.cb.numpy()
-    with fused_threads(m):
-        parts = 8 * _n_threads()
-        edges = np.linspace(0, ca.shape[0], parts + 1).astype(np.int64)
-        acc = np.zeros((parts, xt.shape[1]), dtype=xt.dtype)
-        ts = []
+    n_threads = torch.get_num_threads()
+    edges = np.linspace(0, ca.shape[0], n_threads + 1).astype(np.int64)
+    acc = np.zeros((n_threads, xt.shape[1]), dtype=xt.dtype)
+
+    def share(p):
+        for _ in range(3):
+            _read_rows(p, edges[p], edges[p + 1], xt, ca, cb, acc)
+
+    ts = []
+    with ThreadPoolExecutor(n_threads) as pool:
         for i in range(steps + 2):
             t0 = time.perf_counter()
-            for _ in range(3):
-                _parallel(_read_rows, edges, xt, ca, cb, acc)
+            list(pool.map(share, range(n_threads)))
             if i >= 2:
                 ts.append(time.perf_counter() - t0)
     return statistics.median(ts)
+
+
+LOOP_NODES = ("_DenseLearned", "_DenseLearnedBackward")
 
 
 def _loops(m, x, w, steps):
-    """Median time of the fused layer's forward and backward alone (see the module doc)."""
-    xt = x.detach().t().contiguous().requires_grad_(True)
-    g = w.t().contiguous()
-    with torch.no_grad():
-        pa, pb = (p.to(x.dtype) for p in m.wire_probs())
-        c = m.gate_coeffs(x.dtype)
-    users = m._csr(fused_kernels, m.ca, m.cb)
-    ts = []
+    """Mean time per step inside the fused layer's forward and backward (see the module
+    doc), from torch's profiler over ``steps`` steps after two warm-up steps."""
     with fused_threads(m):
-        for i in range(steps + 2):
-            xt.grad = None
-            t0 = time.perf_counter()
-            fused_kernels.dense_learned(xt, c, m.ca, m.cb, pa, pb, users).backward(g)
-            if i >= 2:
-                ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
+        for _ in range(2):
+            _step(m, x, w)
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            for _ in range(steps):
+                _step(m, x, w)
+    total = {e.key: e.cpu_time_total for e in prof.key_averages()}
+    missing = [k for k in LOOP_NODES if k not in total]
+    if missing:
+        raise SystemExit(f"the profiler recorded no {', '.join(missing)}: the fused layer's "
+                         f"autograd nodes are named otherwise now; update LOOP_NODES")
+    return sum(total[k] for k in LOOP_NODES) / 1e6 / steps
 
 
 def _step(m, x, w):
