@@ -31,8 +31,8 @@ from kairo.logic._fpga_wrapper import (ARCHS, CORE, CORE_ONLY, FPGA_INSTALL, INP
 from kairo.logic.backends import find_simulator, verilog_source
 from kairo.logic.backends._common import stderr_head
 
-__all__ = ["FpgaTarget", "TARGETS", "ARCHS", "INPUT_STAGES", "get_target", "find_tools", "synthesize",
-           "report_text", "run_fpga"]
+__all__ = ["FpgaTarget", "TARGETS", "ARCHS", "INPUT_STAGES", "get_target", "find_tools",
+           "synthesize", "report_text", "run_fpga"]
 
 log = logging.getLogger(__name__)
 
@@ -231,7 +231,8 @@ def synthesize(circuit: Circuit, target: str = "ice40-up5k", *, workdir, pipelin
                              f"{tgt.logic_cells} logic cells (nextpnr not run)")
         rep["place_and_route"] = {"ran": False}
         return rep
-    log.info("nextpnr: placing and routing on %s (%s) …", tgt.name, tgt.package)
+    log.info("nextpnr: %s on %s (%s) …", "packing" if pack_only else "placing and routing",
+             tgt.name, tgt.package)
     _place_and_route(nextpnr, tgt, wd, freq_mhz, seed, timeout, shape, rep, pack_only)
     return rep
 
