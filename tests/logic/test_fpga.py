@@ -104,8 +104,9 @@ def test_wrapper_shape_and_ports():
         "arch": "serial-vote", "input_stage": "bits", "io_bits": 8, "load_cycles": 3,
         "input_flip_flops": 24, "class_bits": 2, "pins": 15, "interval_cycles": 4 + 1 + 2}
     assert W.design_shape(c, io_bits=1, arch="serial-vote")["interval_cycles"] == 21
-    with pytest.raises(ConfigError, match="arch: expected one of combinational, serial-vote"):
-        W.wrapper_source(c, arch="folded")
+    with pytest.raises(ConfigError, match="arch: expected one of combinational, serial-vote, "
+                                          "folded"):
+        W.wrapper_source(c, arch="systolic")
     with pytest.raises(ConfigError, match="serial-vote architecture has no vote adder trees"):
         W.wrapper_source(c, arch="serial-vote", pipeline_votes=1)
     src = W.wrapper_source(c, io_bits=8, pipeline=2)
@@ -233,13 +234,112 @@ def test_wrapper_ties_and_mnist_width():
                                   c.predict(x))
 
 
+# ---------------------------------------------------------------------------- folded
+def _chain_circuit() -> Circuit:
+    """Each gate reads the one before (so the compiler must insert no-ops), outputs that
+    repeat a gate and one that is an input (so it must add vote copies)."""
+    and_op, xor_op = 1, 6
+    ops = np.array([xor_op, and_op, xor_op, xor_op, and_op, xor_op], dtype=np.uint8)
+    a = np.array([0, 4, 5, 6, 7, 8])
+    b = np.array([1, 2, 3, 0, 1, 2])
+    outputs = np.array([9, 9, 0, 6, 8, 3])
+    return Circuit(n_inputs=4, ops=ops, a=a, b=b, outputs=outputs, n_classes=3)
+
+
+def test_folded_program_executes_like_the_circuit():
+    """The compiled program, run instruction by instruction with the block RAM's timing,
+    classifies as Circuit.predict; no instruction reads the value of the one before it."""
+    from kairo.logic._fpga_folded import (MAX_INSTRUCTIONS, execute_program, folded_program,
+                                          program_hex)
+
+    chain = _chain_circuit()
+    p = folded_program(chain, io_bits=3)
+    assert (p.n_gates, p.n_copies) == (6, 3) and p.n_nops >= 3
+    x = rand_x(0, 16, 4)
+    np.testing.assert_array_equal(execute_program(p, x), chain.predict(x))
+    for c, w, stage in ((varied_circuit(1), 1, "bits"), (varied_circuit(2), 8, "bits"),
+                        (varied_circuit(3, n_classes=1), 5, "bits"),
+                        (pixel_circuit(4, thresholds=(-3, 100, 300)), 16, "pixels"),
+                        (chain, 2, "bits")):
+        p = folded_program(c, io_bits=w, input_stage=stage)
+        lo, width = p.field("a")
+        gate = 1 << (width - 1)
+        for k, word in enumerate(p.words.tolist()[1:], start=1):
+            for f in ("a", "b"):
+                lo, width = p.field(f)
+                src = (word >> lo) & ((1 << width) - 1)
+                assert src != gate | (k - 1), (k, f)
+        assert p.n_instr == p.n_gates + p.n_copies + p.n_nops
+        assert p.n_gates == c.n_live_gates()
+        bits = c.image_bits(rand_px(w, 50, 7)) if stage == "pixels" else rand_x(w, 50,
+                                                                               c.n_inputs)
+        np.testing.assert_array_equal(execute_program(p, bits), c.predict(bits))
+        lines = program_hex(p).splitlines()
+        assert len(lines) == p.n_instr and int(lines[-1], 16) == int(p.words[-1])
+    # too many instructions for the UP5K's SPRAM
+    n = MAX_INSTRUCTIONS + 1
+    big = Circuit(n_inputs=2, ops=np.full(n, 1, np.uint8), a=np.zeros(n, np.int64),
+                  b=np.ones(n, np.int64), outputs=np.arange(2, n + 2), n_classes=1)
+    with pytest.raises(ConfigError, match=f"at most {MAX_INSTRUCTIONS} instructions.*needs "
+                                          f"{n}"):
+        folded_program(big)
+
+
+def test_folded_shape_and_bad_input(tmp_path):
+    c = varied_circuit(6)
+    shape = W.design_shape(c, io_bits=4, arch="folded")
+    from kairo.logic._fpga_folded import folded_program
+    p = folded_program(c, io_bits=4)
+    assert shape["pins"] == 4 + 2 + 6 and shape["load_cycles"] == -(-c.n_inputs // 4)
+    assert shape["instructions"] == p.n_instr and shape["input_flip_flops"] == 0
+    assert shape["busy_cycles"] == p.n_instr + 3 + c.n_classes + 1
+    assert shape["interval_cycles"] == shape["load_cycles"] + 1 + shape["busy_cycles"]
+    assert shape["program_loads"] == p.n_instr * -(-p.word_bits // 4)
+    with pytest.raises(ConfigError, match="folded architecture runs one gate a clock"):
+        W.wrapper_source(c, arch="folded", pipeline=1)
+    with pytest.raises(ConfigError, match="folded architecture has no vote adder trees"):
+        W.wrapper_source(c, arch="folded", pipeline_votes=1)
+    with pytest.raises(ConfigError, match="SPRAM, which ice40-hx8k does not have"):
+        F.synthesize(c, "ice40-hx8k", workdir=tmp_path, arch="folded", tools={})
+    with pytest.raises(ConfigError, match=r"needs 40 pins \(io_bits=32 data, 2 class, clk, "
+                                          r"load, start, valid, prog, ready\)"):
+        F.synthesize(c, "ice40-up5k", workdir=tmp_path, io_bits=32, arch="folded", tools={})
+
+
+@needs_iverilog
+@pytest.mark.parametrize("case", ["chain-3", "bits-1", "bits-8-one-class", "bits-21",
+                                  "pixels-16", "pixels-24-constant-thresholds"])
+def test_folded_simulates_bit_exactly(case):
+    """The processor in Icarus Verilog: the program loaded through the data port, then
+    images (a stray load and start while busy, which it must ignore): the classes equal
+    Circuit.predict, each valid n_instr + 3 + classes edges after its start."""
+    if case == "chain-3":
+        c, w, stage = _chain_circuit(), 3, "bits"
+    elif case.startswith("pixels"):
+        th = (-3, 100, 300) if "constant" in case else (50.5, 128, 200)
+        c, w, stage = pixel_circuit(len(case), thresholds=th), int(case.split("-")[1]), "pixels"
+    else:
+        w = int(case.split("-")[1])
+        c = random_netlist(w, 21, 300, 1, 4, window=20, p_two_input=0.8) if "one" in case \
+            else varied_circuit(w, n_classes=3)
+        stage = "bits"
+    x = rand_px(w, 9, 7) if stage == "pixels" else rand_x(w, 9, c.n_inputs)
+    want = c.predict(c.image_bits(x) if stage == "pixels" else x)
+    cls, starts, valids = W.simulate_wrapper(c, x, io_bits=w, arch="folded",
+                                             input_stage=stage, return_timing=True)
+    np.testing.assert_array_equal(cls, want)
+    shape = W.design_shape(c, io_bits=w, arch="folded", input_stage=stage)
+    np.testing.assert_array_equal(valids - starts, shape["busy_cycles"] - 1)
+
+
 @pytest.mark.skipif(shutil.which("verilator") is None, reason="verilator not installed")
 def test_wrapper_lint_clean(tmp_path):
     c = random_circuit(2)
     p = pixel_circuit(2, thresholds=(-3, 100, 300))
     for k, arch, stage in ((0, "combinational", "bits"), (2, "combinational", "bits"),
                            (0, "serial-vote", "bits"), (2, "serial-vote", "bits"),
-                           (0, "combinational", "pixels"), (2, "serial-vote", "pixels")):
+                           (0, "combinational", "pixels"), (2, "serial-vote", "pixels"),
+                           (0, "folded", "bits"), (0, "folded", "pixels")):
         circ, w = (p, 16) if stage == "pixels" else (c, 5)
         (tmp_path / "kairo_circuit.v").write_text(verilog_source(circ, pipeline=k))
         (tmp_path / "kairo_top.v").write_text(W.wrapper_source(circ, io_bits=w, pipeline=k,

@@ -231,6 +231,44 @@ def test_random_shift_moves_each_image_rigidly():
     np.testing.assert_array_equal(flat, y.reshape(50, 784))
 
 
+
+def test_affine_images_rotate_and_scale_about_the_centre():
+    from kairo.logic._train import affine_images, random_affine
+
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 256, (3, 7, 7)).astype(np.uint8)
+    one = np.ones(3)
+    np.testing.assert_array_equal(affine_images(x, np.zeros(3), one), x)
+    # quarter turns land on pixel centres: exact, and counter-clockwise as displayed
+    np.testing.assert_array_equal(affine_images(x, 90 * one, one), np.rot90(x, 1, axes=(1, 2)))
+    np.testing.assert_array_equal(affine_images(x, -90 * one, one), np.rot90(x, -1, axes=(1, 2)))
+    np.testing.assert_array_equal(affine_images(x, 180 * one, one), x[:, ::-1, ::-1])
+    # a rectangular image turns about its centre in pixel units, not in stretched ones
+    r = np.zeros((1, 4, 6), np.uint8)
+    r[0, 1:3, 1] = 200
+    want = np.zeros((1, 4, 6), np.uint8)
+    want[0, 3, 2:4] = 200
+    np.testing.assert_array_equal(affine_images(r, np.array([90.0]), np.ones(1)), want)
+    # twice the size: the centre pixel's value spreads, the corners stay dark
+    d = np.zeros((1, 9, 9), np.uint8)
+    d[0, 4, 4] = 255
+    y = affine_images(d, np.zeros(1), np.array([2.0]))[0]
+    assert y[4, 4] > 0 and y[3:6, 3:6].sum() > 255 and y[0, 0] == 0 and y[8, 8] == 0
+    # colour images: every channel moves together; flat square images are taken as images
+    c = rng.integers(0, 256, (2, 5, 5, 3)).astype(np.uint8)
+    np.testing.assert_array_equal(affine_images(c, 90 * np.ones(2), np.ones(2)),
+                                  np.rot90(c, 1, axes=(1, 2)))
+    digits = rng.integers(0, 256, (4, 784)).astype(np.uint8)
+    a = random_affine(digits, 15, 0.1, np.random.default_rng(3))
+    b = random_affine(digits.reshape(4, 28, 28), 15, 0.1, np.random.default_rng(3))
+    np.testing.assert_array_equal(a, b.reshape(4, 784))
+    assert a.dtype == np.uint8 and not np.array_equal(a, digits)
+    np.testing.assert_array_equal(random_affine(digits, 0, 0, rng), digits)
+    with pytest.raises(ConfigError, match="rotate must be ≤ 45"):
+        LogicTrainConfig(rotate=90)
+    with pytest.raises(ConfigError, match="scale must be ≤ 0.5"):
+        LogicTrainConfig(scale=0.7)
+
 @pytest.fixture(scope="module")
 def zero_one(data_dir):
     cfg = LogicTrainConfig(classes=(0, 1), hidden=60, layers=2, iters=120, eval_every=60,

@@ -25,7 +25,7 @@ BACKENDS = ("numpy", "c", "verilog")          # the circuit back ends verify com
 SIMULATORS = ("auto", "iverilog", "verilator")
 FPGA_TARGETS = ("ice40-up5k", "ice40-hx8k", "ice40-lp8k", "ice40-hx1k", "ice40-lp1k")
 # the FPGA wrapper's vote: adder trees in one cycle, or counted over cycles
-FPGA_ARCHS = ("combinational", "serial-vote")
+FPGA_ARCHS = ("combinational", "serial-vote", "folded")
 # what the data port carries: the circuit's input bits, or 8-bit pixels thresholded on chip
 FPGA_INPUTS = ("bits", "pixels")
 C_WIDTHS = ("auto", "64", "256", "512")
@@ -111,6 +111,10 @@ class LogicTrainConfig:
             "on the circuit's own values of it", low=0)
     shift: int = option(0, "augmentation: move each training image by up to ±shift pixels "
                         "(0: off)", low=0, high=8)
+    rotate: float = option(0.0, "augmentation: rotate each training image about its centre by "
+                           "an angle drawn in ±rotate degrees (0: off)", low=0, high=45)
+    scale: float = option(0.0, "augmentation: scale each training image about its centre by a "
+                          "factor drawn in 1 ± scale (0: off)", low=0, high=0.5)
     batch: int = option(128, "training images per iteration", low=1)
     iters: int = option(1000, "training iterations (batches)", low=1)
     eval_every: int = option(200, "iterations between validation evaluations", low=1)
@@ -285,7 +289,10 @@ class FpgaConfig:
                        "(adder trees, one image per load) or serial-vote (captured, then "
                        "one output per class per clock into small counters: a fraction of "
                        "the LUTs, one image per max(loads, outputs per class + pipeline + 2) "
-                       "clocks; adds a ready pin)", choices=FPGA_ARCHS)
+                       "clocks; adds a ready pin) or folded (the circuit as a program in "
+                       "SPRAM, one gate a clock: up to 16,384 gates on a UP5K in a few hundred "
+                       "logic cells; the program is loaded after configuration, see "
+                       "program.hex; adds prog and ready pins)", choices=FPGA_ARCHS)
     freq: float = option(12.0, "clock (MHz) nextpnr aims for; the achieved fmax is reported",
                          above=0)
     seed: int = option(1, "seed of nextpnr's placement and of the simulated inputs")

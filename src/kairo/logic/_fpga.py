@@ -25,6 +25,7 @@ import numpy as np
 
 from kairo._errors import ConfigError, KairoError
 from kairo.logic._circuit import Circuit
+from kairo.logic._fpga_folded import folded_program, program_hex
 from kairo.logic._fpga_wrapper import (ARCHS, CORE, CORE_ONLY, FPGA_INSTALL, INPUT_STAGES, TOP,
                                        check_design, design_shape, run_tool, simulate_wrapper,
                                        wrapper_source)
@@ -47,10 +48,11 @@ class FpgaTarget:
     package: str
     logic_cells: int     # iCE40 logic cell: one LUT4, one flip-flop, one carry
     io_pins: int         # user I/O pins of this package (nextpnr's SB_IO count)
+    spram: int = 0       # 256-kbit single-port RAMs (the UltraPlus parts)
 
 
 TARGETS = {t.name: t for t in (
-    FpgaTarget("ice40-up5k", "ice40", "up5k", "sg48", 5280, 39),
+    FpgaTarget("ice40-up5k", "ice40", "up5k", "sg48", 5280, 39, spram=4),
     FpgaTarget("ice40-hx8k", "ice40", "hx8k", "ct256", 7680, 206),
     FpgaTarget("ice40-lp8k", "ice40", "lp8k", "cm81", 7680, 63),
     FpgaTarget("ice40-hx1k", "ice40", "hx1k", "tq144", 1280, 96),
@@ -131,6 +133,7 @@ def _summary(cells: dict[str, int]) -> dict:
     return {"lut4": cells.get("SB_LUT4", 0), "carry": cells.get("SB_CARRY", 0),
             "dff": sum(v for k, v in cells.items() if k.startswith("SB_DFF")),
             "ram": sum(v for k, v in cells.items() if k.startswith("SB_RAM")),
+            "spram": cells.get("SB_SPRAM256KA", 0),
             "cells": dict(sorted(cells.items()))}
 
 
@@ -191,11 +194,15 @@ def synthesize(circuit: Circuit, target: str = "ice40-up5k", *, workdir, pipelin
             not (isinstance(timeout, (int, float)) and timeout > 0):
         raise ConfigError(f"freq and timeout must be positive numbers, got {freq_mhz!r} and "
                           f"{timeout!r}")
+    if arch == "folded" and not tgt.spram:
+        raise ConfigError(f"arch: 'folded' keeps the program in SPRAM, which {tgt.name} does "
+                          f"not have; use an UltraPlus part (ice40-up5k) or another arch")
     shape = design_shape(c, w, arch, k, input_stage)
+    extra_pins = {"serial-vote": ", ready", "folded": ", prog, ready"}
     if shape["pins"] > tgt.io_pins:
         raise ConfigError(f"the wrapper needs {shape['pins']} pins (io_bits={w} data, "
                           f"{shape['class_bits']} class, clk, load, start, valid"
-                          f"{', ready' if arch == 'serial-vote' else ''}) but "
+                          f"{extra_pins.get(arch, '')}) but "
                           f"{tgt.name} ({tgt.package}) has {tgt.io_pins} user I/O pins; use "
                           f"a smaller --io-bits")
     wd = Path(workdir)
@@ -211,8 +218,8 @@ def synthesize(circuit: Circuit, target: str = "ice40-up5k", *, workdir, pipelin
         "circuit": {"n_inputs": c.n_inputs, "n_gates": c.n_gates, "live_gates": live,
                     "n_outputs": c.n_outputs, "n_classes": c.n_classes, "depth": c.depth()},
         "design": {"top": TOP, "core": CORE, "pipeline": k, "pipeline_votes": pv, **shape,
-                   "latency_cycles": lat + 1 + (c.n_outputs // c.n_classes + 1
-                                                if arch == "serial-vote" else 0),
+                   "latency_cycles": shape["busy_cycles"] if arch == "folded" else
+                   lat + 1 + (c.n_outputs // c.n_classes + 1 if arch == "serial-vote" else 0),
                    "freq_target_mhz": float(freq_mhz),
                    "seed": int(seed)},
         "tools": {"yosys": " ".join(yosys), "nextpnr": " ".join(nextpnr),
@@ -221,7 +228,7 @@ def synthesize(circuit: Circuit, target: str = "ice40-up5k", *, workdir, pipelin
                                               workdir)},
     }
     log.info("yosys: synthesizing %d gates for %s …", live, tgt.name)
-    total = _run_yosys(yosys, wd, timeout, core_stats, rep)
+    total = _run_yosys(yosys, wd, timeout, core_stats and arch != "folded", rep)
     # a logic cell holds one LUT4, one flip-flop and one carry: more of any cannot fit
     need = max(total["lut4"], total["dff"], total["carry"])
     if need > tgt.logic_cells:
@@ -242,9 +249,16 @@ def _write_design(wd: Path, c: Circuit, shape: dict, w: int, k: int, pv: int, la
                   input_stage: str = "bits") -> None:
     """The Verilog (``core.v``, ``top.v``, with ``core_stats`` ``core_only.v``) and the
     Yosys script ``synth.ys`` that synthesizes it, in ``wd``."""
-    (wd / "core.v").write_text(verilog_source(c, module=CORE, pipeline=k, pipeline_votes=pv))
     (wd / "top.v").write_text(wrapper_source(c, io_bits=w, pipeline=k, pipeline_votes=pv,
                                              arch=arch, input_stage=input_stage))
+    if arch == "folded":
+        # no gate core: the circuit is the program (program.hex), the design its processor
+        (wd / "program.hex").write_text(program_hex(folded_program(c, w, input_stage)))
+        script = ["read_verilog top.v", f"synth_ice40 -spram -top {TOP} -json netlist.json",
+                  "tee -q -o stat.txt stat", "tee -q -o stat.json stat -json"]
+        (wd / "synth.ys").write_text("\n".join(script) + "\n")
+        return
+    (wd / "core.v").write_text(verilog_source(c, module=CORE, pipeline=k, pipeline_votes=pv))
     script = ["read_verilog core.v"]
     if core_stats:
         # the core as the wrapper uses it (x in; the class out, or with the serial vote the
@@ -351,13 +365,17 @@ def report_text(rep: dict) -> str:
     """A few lines for the terminal."""
     t, s, d = rep["target"], rep["synthesis"], rep["design"]
     lines = [f"{t['name']} ({t['package']}): {rep['circuit']['live_gates']} gates, "
-             f"{d.get('arch', 'combinational')} vote, pipeline "
+             f"{d.get('arch', 'combinational')} architecture, pipeline "
              f"{d['pipeline']} + {d.get('pipeline_votes', 0)} in the votes, "
              f"{d['io_bits']}-bit input port of "
              f"{d.get('input_stage', 'bits')} ({d['load_cycles']} loads per image, "
              f"{d.get('input_flip_flops', '?')} input flip-flops, {d['pins']} pins)",
-             f"yosys: {s['lut4']} LUT4, {s['carry']} carry, {s['dff']} flip-flops "
-             f"({s['seconds']:.1f} s)"]
+             f"yosys: {s['lut4']} LUT4, {s['carry']} carry, {s['dff']} flip-flops, "
+             f"{s.get('ram', 0)} block RAM, {s.get('spram', 0)} SPRAM ({s['seconds']:.1f} s)"]
+    if d.get("arch") == "folded":
+        lines.append(f"  folded: {d['instructions']} instructions of {d['word_bits']} bits "
+                     f"(program.hex: {d['program_loads']} loads with prog high after "
+                     f"configuration), {d['interval_cycles']} clocks an image")
     if "core" in rep:
         cr, wr = rep["core"], rep["wrapper"]
         lines.append(f"  core alone {cr['lut4']} LUT4 / {cr['dff']} FF; wrapper "

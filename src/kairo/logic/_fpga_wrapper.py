@@ -53,6 +53,7 @@ import numpy as np
 from kairo._errors import ConfigError, KairoError
 from kairo.logic._circuit import Circuit
 from kairo.logic._config import FPGA_ARCHS, FPGA_INPUTS
+from kairo.logic._fpga_folded import folded_program, folded_shape, folded_source
 from kairo.logic.backends import find_simulator, verilog_latency, verilog_source
 from kairo.logic.backends._common import class_bits, stderr_head
 
@@ -96,9 +97,12 @@ def check_design(circuit, io_bits, pipeline, pipeline_votes=0, arch: str = "comb
     if input_stage not in INPUT_STAGES:
         raise ConfigError(f"input_stage: expected one of {', '.join(INPUT_STAGES)}; got "
                           f"{input_stage!r}")
-    if arch == "serial-vote" and pipeline_votes:
-        raise ConfigError("pipeline_votes: the serial-vote architecture has no vote adder "
-                          "trees to cut; leave it at 0")
+    if arch != "combinational" and pipeline_votes:
+        raise ConfigError(f"pipeline_votes: the {arch} architecture has no vote adder "
+                          f"trees to cut; leave it at 0")
+    if arch == "folded" and pipeline:
+        raise ConfigError("pipeline: the folded architecture runs one gate a clock from "
+                          "memory, there are no gate levels to cut; leave it at 0")
     for name, val, lo in (("io_bits", io_bits, 1), ("pipeline", pipeline, 0)):
         if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < lo:
             raise ConfigError(f"{name} must be an integer ≥ {lo}, got {val!r}")
@@ -135,7 +139,10 @@ def design_shape(circuit: Circuit, io_bits: int = 8, arch: str = "combinational"
                  pipeline: int = 0, input_stage: str = "bits") -> dict:
     """Load cycles per image, class width, pins of the wrapper, the flip-flops holding an
     image and the clocks per image (``interval_cycles``) of architecture ``arch`` with
-    ``pipeline`` stages in the gates and input stage ``input_stage``."""
+    ``pipeline`` stages in the gates and input stage ``input_stage``; for ``folded`` also
+    the program's size (:func:`kairo.logic._fpga_folded.folded_shape`)."""
+    if arch == "folded":
+        return folded_shape(folded_program(circuit, io_bits, input_stage), circuit.n_classes)
     cw = class_bits(circuit.n_classes)
     if input_stage == "pixels":
         loads = -(-circuit.image_input.n_pixels // (io_bits // 8))
@@ -268,6 +275,8 @@ def wrapper_source(circuit: Circuit, *, io_bits: int = 8, pipeline: int = 0,
                                    input_stage)
     if arch == "serial-vote":
         return _serial_vote_source(c, w, k, input_stage)
+    if arch == "folded":
+        return folded_source(c, folded_program(c, w, input_stage))
     shape = design_shape(c, w, input_stage=input_stage)
     nw, cw = shape["load_cycles"], shape["class_bits"]
     clk = ".clk(clk), " if k else ""
@@ -397,6 +406,38 @@ def _schedule(x: np.ndarray, io_bits: int, pipeline: int, interval: int = 0) -> 
     return np.asarray(rows, dtype=np.uint8)
 
 
+def _folded_schedule(words: list[int], word_bits: int, x: np.ndarray, io_bits: int,
+                     busy: int) -> np.ndarray:
+    """Per-cycle {prog, start, load, din} for the folded architecture: the program, then
+    each image's loads and its start, ``busy`` cycles while it runs (with a stray load and a
+    stray start in them, which the design must ignore) and 0–2 idle cycles; and the cycles
+    of the starts taken."""
+    w, (n, m) = io_bits, x.shape
+    nw, ch = -(-m // w), -(-word_bits // w)
+    pad = np.zeros((n, nw * w), dtype=np.uint8)
+    pad[:, :m] = x != 0
+    rows = []
+    lsb = np.arange(ch * w, dtype=object)
+    for word in words:
+        bits = np.array([(int(word) >> int(i)) & 1 for i in lsb], dtype=np.uint8)
+        for j in range(ch):
+            rows.append(np.concatenate([[1, 0, 1], bits[j * w:(j + 1) * w][::-1]]))
+    zero = np.zeros(w, dtype=np.uint8)
+    rows += [np.concatenate([[0, 0, 0], zero])] * 2
+    junk, taken = np.ones(w, dtype=np.uint8), []
+    for i in range(n):
+        for j in range(nw):
+            rows.append(np.concatenate([[0, 0, 1], pad[i, j * w:(j + 1) * w][::-1]]))
+        taken.append(len(rows))
+        rows.append(np.concatenate([[0, 1, 0], zero]))
+        for t in range(busy + i % 3):
+            stray = t in (1, busy - 1)
+            rows.append(np.concatenate([[0, int(stray and t == busy - 1), int(stray)],
+                                        junk if stray else zero]))
+    rows += [np.concatenate([[0, 0, 0], zero])] * 2
+    return np.asarray(rows, dtype=np.uint8), np.asarray(taken, dtype=np.int64)
+
+
 def simulate_wrapper(circuit: Circuit, x, *, io_bits: int = 8, pipeline: int = 0,
                      pipeline_votes: int = 0, timeout: float | None = 300,
                      return_timing: bool = False, arch: str = "combinational",
@@ -421,15 +462,25 @@ def simulate_wrapper(circuit: Circuit, x, *, io_bits: int = 8, pipeline: int = 0
     else:
         x = c.check_inputs(x)
     find_simulator("iverilog")
-    serial = arch == "serial-vote"
+    serial, folded = arch == "serial-vote", arch == "folded"
     busy = lat + c.n_outputs // c.n_classes + 1 if serial else 0   # edges until a result
-    cyc = _schedule(np.asarray(x), w, busy or lat, busy + 1 if serial else 0)
+    if folded:
+        prog = folded_program(c, w, input_stage)
+        busy = folded_shape(prog, c.n_classes)["busy_cycles"]
+        cyc, taken = _folded_schedule(prog.words.tolist(), prog.word_bits, np.asarray(x), w,
+                                      busy)
+    else:
+        cyc = _schedule(np.asarray(x), w, busy or lat, busy + 1 if serial else 0)
     cw = class_bits(c.n_classes)
     ready = (", .ready(ready)", "wire ready;\n",
              '        if (start && !ready) $display("BUSY %0d", i);\n') if serial else \
         ("", "", "")
+    if folded:
+        # a start or load while ready is low is part of the test: the design ignores it
+        ready = (", .prog(prog), .ready(ready)", "wire ready;\nreg prog = 1'b0;\n", "")
+    ctl = "prog, start, load" if folded else "start, load"
     tb = f"""module tb;
-reg [{w + 1}:0] cyc [0:{len(cyc) - 1}];
+reg [{w + 1 + folded}:0] cyc [0:{len(cyc) - 1}];
 reg clk = 1'b0, load = 1'b0, start = 1'b0;
 reg [{w - 1}:0] din;
 wire [{cw - 1}:0] cls;
@@ -439,7 +490,7 @@ wire valid;
 initial begin
     $readmemb("cyc.mem", cyc);
     for (i = 0; i < {len(cyc)}; i = i + 1) begin
-        {{start, load, din}} = cyc[i];
+        {{{ctl}, din}} = cyc[i];
 {ready[2]}        #1 clk = 1'b1;
         #1 if (valid) $display("R %0d %0d", cls, i);
         clk = 1'b0;
@@ -450,8 +501,8 @@ endmodule
 """
     with tempfile.TemporaryDirectory(prefix="kairo-fpga-sim-") as tmp:
         d = Path(tmp)
-        (d / "core.v").write_text(verilog_source(c, module=CORE, pipeline=k,
-                                                 pipeline_votes=pv))
+        (d / "core.v").write_text("" if folded else verilog_source(
+            c, module=CORE, pipeline=k, pipeline_votes=pv))
         (d / "top.v").write_text(wrapper_source(c, io_bits=w, pipeline=k, pipeline_votes=pv,
                                                 arch=arch, input_stage=input_stage))
         (d / "tb.v").write_text(tb)
@@ -479,5 +530,6 @@ endmodule
     if not return_timing:
         return cls
     seen = np.array([int(r[1]) for r in rows], dtype=np.int64)
-    return cls, np.flatnonzero(cyc[:, 0]).astype(np.int64), seen
+    starts = taken if folded else np.flatnonzero(cyc[:, 0]).astype(np.int64)
+    return cls, starts, seen
 

@@ -27,7 +27,7 @@ from kairo.logic._model import (LogicNet, build_model, expected_gates, image_sha
 
 __all__ = ["train", "load_data", "load_checkpoint", "model_from_checkpoint", "snapshot_path",
            "describe_branch", "lr_at", "gate_temperature_at", "fixed_layers", "random_shift",
-           "CHECKPOINT_FORMAT"]
+           "random_affine", "affine_images", "CHECKPOINT_FORMAT"]
 
 log = logging.getLogger(__name__)
 
@@ -152,8 +152,8 @@ def model_from_checkpoint(path) -> tuple[LogicNet, LogicTrainConfig]:
 
 
 # what, besides the iteration schedules, makes a run's first iterations what they were
-_HISTORY_FIELDS = ("dataset", "classes", "tau", "gate_mode", "gumbel_tau", "shift", "batch",
-                   "residual_init", "val_fraction")
+_HISTORY_FIELDS = ("dataset", "classes", "tau", "gate_mode", "gumbel_tau", "shift", "rotate",
+                   "scale", "batch", "residual_init", "val_fraction")
 
 
 def branch_info(old: LogicTrainConfig, new: LogicTrainConfig, start: int) -> dict:
@@ -255,6 +255,38 @@ def random_shift(x: np.ndarray, max_shift: int, rng: np.random.Generator) -> np.
     rows = (dy[:, None] + np.arange(h))[:, :, None]                          # [n, H, 1]
     cols = (dx[:, None] + np.arange(w))[:, None, :]                          # [n, 1, W]
     return padded[np.arange(n)[:, None, None], rows, cols].reshape(x.shape)
+
+
+def random_affine(x: np.ndarray, rotate: float, scale: float,
+                  rng: np.random.Generator) -> np.ndarray:
+    """Each image of ``x`` (as :func:`random_shift` takes them) rotated about its centre by
+    its own angle in ±``rotate`` degrees and scaled by its own factor in 1 ± ``scale``."""
+    n = x.shape[0]
+    return affine_images(x, rng.uniform(-rotate, rotate, n), rng.uniform(1 - scale, 1 + scale, n))
+
+
+def affine_images(x: np.ndarray, degrees: np.ndarray, factors: np.ndarray) -> np.ndarray:
+    """Image i of ``x`` turned by ``degrees[i]`` (counter-clockwise as displayed, rows down)
+    and scaled by ``factors[i]`` about its centre, sampled bilinearly with zeros outside and
+    rounded back to uint8, so the thresholds see the grey edges a real stroke at that angle
+    would have."""
+    n = x.shape[0]
+    h, w, c = x.shape[1:3] + (int(np.prod(x.shape[3:])),) if x.ndim >= 3 else \
+        image_shape(int(np.prod(x.shape[1:])), conv=True)
+    angle = np.deg2rad(np.asarray(degrees, float))
+    # affine_grid maps each output position to where it reads the input, in coordinates
+    # normalised per axis: the inverse motion, with the axes' scales put back
+    cos, sin = np.cos(angle) / factors, np.sin(angle) / factors
+    theta = np.zeros((n, 2, 3), np.float32)
+    theta[:, 0, 0], theta[:, 0, 1] = cos, -sin * h / w
+    theta[:, 1, 0], theta[:, 1, 1] = sin * w / h, cos
+    img = torch.as_tensor(np.ascontiguousarray(x).reshape(n, h, w, c), dtype=torch.float32)
+    grid = torch.nn.functional.affine_grid(torch.from_numpy(theta), [n, c, h, w],
+                                           align_corners=False)
+    out = torch.nn.functional.grid_sample(img.permute(0, 3, 1, 2), grid, mode="bilinear",
+                                          padding_mode="zeros", align_corners=False)
+    out = out.round_().clamp_(0, 255).to(torch.uint8).permute(0, 2, 3, 1)
+    return out.numpy().reshape(x.shape)
 
 
 # ---------------------------------------------------------------------------- training
@@ -363,8 +395,11 @@ def _train_step(model, opt, loss_fn, cfg: LogicTrainConfig, xtr, ytr, gen, it: i
     batch's loss and the gate settings (temperature, fixed layers) it ran with."""
     idx = torch.randint(0, len(ytr), (cfg.batch,), generator=gen).numpy()
     xb = xtr[idx]
+    # seeded by (seed, iteration): a resumed run draws the same augmentation
+    if cfg.rotate or cfg.scale:
+        xb = random_affine(xb, cfg.rotate, cfg.scale,
+                           np.random.default_rng(np.random.SeedSequence([cfg.seed, it, 1])))
     if cfg.shift:
-        # seeded by (seed, iteration): a resumed run draws the same shifts
         xb = random_shift(xb, cfg.shift,
                           np.random.default_rng(np.random.SeedSequence([cfg.seed, it])))
     xb, yb = torch.from_numpy(xb), torch.from_numpy(ytr[idx])
