@@ -560,3 +560,15 @@ def test_real_synthesis_place_and_route(tmp_path, capsys):
     assert ser["images_per_s_at_fmax"] == pytest.approx(ser["fmax_mhz"] * 1e6 / 7)
     if HAVE_IVERILOG:
         assert ser["simulation"]["bit_exact"]
+    # folded: the program in SPRAM (written to program.hex), the values in block RAM
+    assert main(["logic", "fpga", "--circuit", str(path), "--arch", "folded", "--timeout",
+                 "900", *sim, "--out", str(tmp_path / "f")]) == 0
+    fo = json.loads((tmp_path / "f" / "fpga.json").read_text())
+    words = (tmp_path / "f" / "program.hex").read_text().split()
+    assert fo["fits"] is True and fo["synthesis"]["spram"] >= 1 and fo["synthesis"]["ram"] >= 2
+    assert len(words) == fo["design"]["instructions"] >= c.n_live_gates()
+    assert fo["place_and_route"]["io_used"] == 8 + 2 + 6 and "core" not in fo
+    assert fo["images_per_s_at_fmax"] == pytest.approx(
+        fo["fmax_mhz"] * 1e6 / fo["design"]["interval_cycles"])
+    if HAVE_IVERILOG:
+        assert fo["simulation"]["bit_exact"]

@@ -28,8 +28,16 @@ _LAZY = {
     **{n: ("kairo.logic._model", n) for n in (
         "LogicNet", "build_model", "image_shape", "predict", "layer_report", "to_circuit")},
     **{n: ("kairo.logic._train", n) for n in (
-        "train", "load_data", "model_from_checkpoint", "snapshot_path", "describe_branch")},
+        "train", "load_data", "model_from_checkpoint", "snapshot_path", "describe_branch",
+        "random_shift", "random_affine", "affine_images")},
     "find_fpga_tools": ("kairo.logic._fpga", "find_tools"),
+    # `kairo logic fpga` as functions: the wrapped design synthesized, simulated, and the
+    # folded architecture's program
+    "synthesize_fpga": ("kairo.logic._fpga", "synthesize"),
+    "simulate_fpga": ("kairo.logic._fpga_wrapper", "simulate_wrapper"),
+    "fpga_design_shape": ("kairo.logic._fpga_wrapper", "design_shape"),
+    **{n: ("kairo.logic._fpga_folded", n) for n in (
+        "folded_program", "execute_program", "program_hex", "FoldedProgram")},
     # networks trained with difflogic or torchlogix (torch is imported when a file is read)
     **{n: ("kairo.logic._import", n) for n in (
         "import_model", "read_model", "InputBinarization", "ImportedModel", "ImportedLayer",

@@ -31,8 +31,9 @@ Program words are loaded ``ceil(word_bits / io_bits)`` loads each, the low bits 
 first; prog low resets the program address to word 0. With prog low, loads and ``start``
 work as in the other architectures, except that a load on the edge that takes ``start`` is
 ignored and nothing is taken while ``ready`` is low: from the edge that takes ``start``
-until ``valid``, ``n_instr + 3`` edges later (:func:`folded_shape`). Each clock of an image
-is one instruction, so an image takes ``loads + 1 + n_instr + 3`` clocks.
+until the edge after ``valid``, which comes ``n_instr + 3 + n_classes`` edges after it (the
+last value counted, then one class compared a clock). An image takes ``loads + 1 + n_instr
++ 4 + n_classes`` clocks (:func:`folded_shape`).
 
 The compiler orders the instructions so that none reads the value of the instruction just
 before it (written on the edge the next one's operands are read), inserting a no-op where
