@@ -5,6 +5,7 @@ tiny circuit when the tools are installed (about 6 s with the YoWASP builds once
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -276,6 +277,23 @@ def test_folded_program_executes_like_the_circuit():
         np.testing.assert_array_equal(execute_program(p, bits), c.predict(bits))
         lines = program_hex(p).splitlines()
         assert len(lines) == p.n_instr and int(lines[-1], 16) == int(p.words[-1])
+    # without its no-ops the chain reads values on the edge they are written: wrong classes
+    p = folded_program(chain, io_bits=3)
+    tt_lo = p.field("tt")[0]
+    keep = [k for k, w in enumerate(p.words.tolist()) if (w >> tt_lo) & 15 or w >> (tt_lo + 4)]
+    assert len(keep) == p.n_instr - p.n_nops
+    lo, width = p.field("a")
+    gate = 1 << (width - 1)
+
+    def renumber(src: int) -> int:
+        return gate | keep.index(src & (gate - 1)) if src & gate else src
+
+    words = []
+    for w in p.words[keep].tolist():
+        a, b = w & (gate * 2 - 1), (w >> width) & (gate * 2 - 1)
+        words.append((w >> (2 * width) << (2 * width)) | renumber(a) | (renumber(b) << width))
+    packed = dataclasses.replace(p, words=np.array(words, dtype=np.uint64), n_nops=0)
+    assert not np.array_equal(execute_program(packed, x), chain.predict(x))
     # too many instructions for the UP5K's SPRAM
     n = MAX_INSTRUCTIONS + 1
     big = Circuit(n_inputs=2, ops=np.full(n, 1, np.uint8), a=np.zeros(n, np.int64),
@@ -295,6 +313,10 @@ def test_folded_shape_and_bad_input(tmp_path):
     assert shape["busy_cycles"] == p.n_instr + 3 + c.n_classes + 1
     assert shape["interval_cycles"] == shape["load_cycles"] + 1 + shape["busy_cycles"]
     assert shape["program_loads"] == p.n_instr * -(-p.word_bits // 4)
+    with pytest.raises(ConfigError, match="'pixels' needs a circuit that reads thresholded"):
+        folded_program(c, io_bits=8, input_stage="pixels")
+    with pytest.raises(ConfigError, match="io_bits must be an integer ≥ 1, got 0"):
+        folded_program(c, io_bits=0)
     with pytest.raises(ConfigError, match="folded architecture runs one gate a clock"):
         W.wrapper_source(c, arch="folded", pipeline=1)
     with pytest.raises(ConfigError, match="folded architecture has no vote adder trees"):

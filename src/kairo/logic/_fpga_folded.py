@@ -82,7 +82,7 @@ class FoldedProgram:
     input_stage: str
     loads: int                      # loads per image (words of the input memory)
     lane_bits: int                  # bits each load stores
-    lane_map: tuple                 # per stored bit of a load: input offset (see _lanes)
+    lane_map: tuple                 # per circuit input: (load, bit of that load's word)
     src_bits: int
     slot_bits: int
     sel_bits: int
@@ -127,6 +127,15 @@ def folded_program(circuit: Circuit, io_bits: int = 8,
     its live gates in topological order, a vote instruction for each output that is not a
     live gate's first appearance among the outputs, and no-ops where needed."""
     c = circuit
+    if not isinstance(c, Circuit):
+        raise ConfigError(f"expected a kairo.logic Circuit, got {type(c).__name__}")
+    if isinstance(io_bits, bool) or not isinstance(io_bits, (int, np.integer)) or io_bits < 1:
+        raise ConfigError(f"io_bits must be an integer ≥ 1, got {io_bits!r}")
+    if input_stage not in ("bits", "pixels"):
+        raise ConfigError(f"input_stage: expected bits or pixels, got {input_stage!r}")
+    if input_stage == "pixels" and (c.image_input is None or io_bits % 8):
+        raise ConfigError("input_stage: 'pixels' needs a circuit that reads thresholded pixels "
+                          f"and io_bits a multiple of 8 (got {io_bits})")
     n_in, ops, a_src, b_src = c.n_inputs, c.ops.tolist(), c.a.tolist(), c.b.tolist()
     live = c.live_nodes()
     group = c.n_outputs // c.n_classes
@@ -218,9 +227,10 @@ def folded_program(circuit: Circuit, io_bits: int = 8,
 
 def execute_program(prog: FoldedProgram, x) -> np.ndarray:
     """Classes of the circuit inputs ``x`` ((n, n_inputs) 0/1) as the folded processor
-    computes them, instruction by instruction on all rows at once. An instruction that reads
-    the value of the one just before it gets the stale value, as the block RAM would give
-    it (the compiler never emits one; this is how a test sees that it did not)."""
+    computes them, instruction by instruction on all rows at once. A value read before it
+    is written (the instruction just before, whose write lands on the edge of the read, or
+    a later one) reads as 0 here; in the block RAM it would be the last image's. The
+    compiler never emits such a read; this is how a test sees that it did not."""
     x = np.asarray(x, dtype=bool)
     lanes = np.zeros((x.shape[0], prog.loads, prog.lane_bits), dtype=bool)
     for i, (ld, bit) in enumerate(prog.lane_map):
@@ -229,24 +239,20 @@ def execute_program(prog: FoldedProgram, x) -> np.ndarray:
     votes = np.zeros((x.shape[0], prog.n_classes), dtype=np.int64)
     fields = {f: prog.field(f) for f in ("a", "b", "tt", "tag")}
     gate_bit, sel_mask = 1 << (prog.src_bits - 1), (1 << prog.sel_bits) - 1
-    stale = np.zeros(x.shape[0], dtype=bool)
+    unknown = np.zeros(x.shape[0], dtype=bool)
     for k, w in enumerate(prog.words.tolist()):
         f = {name: (w >> lo) & ((1 << width) - 1) for name, (lo, width) in fields.items()}
         ops = []
         for s in (f["a"], f["b"]):
             if s & gate_bit:
                 slot = s & (gate_bit - 1)
-                ops.append(stale if slot == k - 1 else vals[slot])
+                ops.append(unknown if slot >= k - 1 else vals[slot])
             else:
                 ld, bit = s >> prog.sel_bits, s & sel_mask
-                if ld >= prog.loads or bit >= prog.lane_bits:
-                    ops.append(np.zeros(x.shape[0], dtype=bool))   # what x reads as: none
-                else:
-                    ops.append(lanes[:, ld, bit])
-        idx = 2 * ops[0].astype(np.int64) + ops[1]
-        v = ((f["tt"] >> idx) & 1).astype(bool)
+                ok = ld < prog.loads and bit < prog.lane_bits
+                ops.append(lanes[:, ld, bit] if ok else unknown)
+        v = ((f["tt"] >> (2 * ops[0].astype(np.int64) + ops[1])) & 1).astype(bool)
         vals[k] = v
-        stale = np.zeros(x.shape[0], dtype=bool) if k == 0 else vals[k - 1]
         if f["tag"]:
             votes[:, f["tag"] - 1] += v
     return votes.argmax(axis=1)
