@@ -158,35 +158,7 @@ def folded_program(circuit: Circuit, io_bits: int = 8,
             copies += 1
     # dependencies on other instructions (the nodes read that are gates)
     deps = [[instr_of_node[n] for n in (it[1], it[2]) if n >= n_in] for it in items]
-    users: list[list[int]] = [[] for _ in items]
-    waiting = [0] * len(items)
-    for k, ds in enumerate(deps):
-        for d in set(ds):
-            users[d].append(k)
-            waiting[k] += 1
-    # list scheduling in the original order, never reading the instruction just before
-    ready = [k for k in range(len(items)) if waiting[k] == 0]
-    heapq.heapify(ready)
-    order: list[int] = []          # instruction index, or -1 for a no-op
-    while ready:
-        skipped, pick = [], None
-        while ready:
-            k = heapq.heappop(ready)
-            if order and order[-1] >= 0 and order[-1] in deps[k]:
-                skipped.append(k)
-            else:
-                pick = k
-                break
-        for k in skipped:
-            heapq.heappush(ready, k)
-        if pick is None:
-            order.append(-1)
-            continue
-        order.append(pick)
-        for u in users[pick]:
-            waiting[u] -= 1
-            if waiting[u] == 0:
-                heapq.heappush(ready, u)
+    order = _order(deps)
     n = len(order)
     if n > MAX_INSTRUCTIONS:
         raise ConfigError(f"arch: 'folded' holds at most {MAX_INSTRUCTIONS} instructions (the "
@@ -223,6 +195,41 @@ def folded_program(circuit: Circuit, io_bits: int = 8,
                          src_bits=src_bits, slot_bits=slot_bits, sel_bits=sel_bits,
                          addr_bits=addr_bits, tag_bits=tag_bits, n_classes=c.n_classes,
                          n_gates=len(gates), n_copies=copies, n_nops=n - len(items))
+
+
+def _order(deps: list[list[int]]) -> list[int]:
+    """List scheduling of instructions with dependencies ``deps`` in their original
+    (topological) order, never an instruction right after one it reads: the order, -1 for
+    a no-op where nothing else is ready."""
+    users: list[list[int]] = [[] for _ in deps]
+    waiting = [0] * len(deps)
+    for k, ds in enumerate(deps):
+        for d in set(ds):
+            users[d].append(k)
+            waiting[k] += 1
+    ready = [k for k in range(len(deps)) if waiting[k] == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        skipped, pick = [], None
+        while ready:
+            k = heapq.heappop(ready)
+            if order and order[-1] >= 0 and order[-1] in deps[k]:
+                skipped.append(k)
+            else:
+                pick = k
+                break
+        for k in skipped:
+            heapq.heappush(ready, k)
+        if pick is None:
+            order.append(-1)
+            continue
+        order.append(pick)
+        for u in users[pick]:
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                heapq.heappush(ready, u)
+    return order
 
 
 def execute_program(prog: FoldedProgram, x) -> np.ndarray:
