@@ -312,54 +312,6 @@ def test_training_is_reproducible_and_resumes_exactly(zero_one, tmp_path):
     assert cfg2 == cfg
 
 
-def test_distill_loss_known_values():
-    from kairo.logic._teacher import distill_loss
-
-    g = torch.Generator().manual_seed(0)
-    s, t = torch.randn(6, 4, generator=g), torch.randn(6, 4, generator=g)
-    y = torch.tensor([0, 1, 2, 3, 0, 1])
-    ce = torch.nn.functional.cross_entropy(s, y)
-    torch.testing.assert_close(distill_loss(s, t, y, 0.0, 4.0), ce)
-    assert float(distill_loss(s, s, y, 1.0, 3.0)) == pytest.approx(0.0, abs=1e-6)
-    # by hand: T² · mean over rows of Σ p_t (log p_t − log p_s) at temperature T
-    pt, ps = torch.softmax(t / 2, 1), torch.softmax(s / 2, 1)
-    kl = (pt * (pt.log() - ps.log())).sum(1).mean()
-    torch.testing.assert_close(distill_loss(s, t, y, 0.25, 2.0), 0.75 * ce + 0.25 * 4 * kl)
-    with pytest.raises(ConfigError, match="distill must be ≤ 1"):
-        LogicTrainConfig(distill=1.5)
-    with pytest.raises(ConfigError, match="distill_temperature must be > 0"):
-        LogicTrainConfig(distill=0.5, distill_temperature=0)
-
-
-def test_distillation_trains_its_teacher_once_and_resumes_exactly(zero_one, tmp_path,
-                                                                  monkeypatch):
-    """The teacher is trained on the training split at the start, kept in the checkpoint and
-    not retrained on resume; with affine augmentation on, a killed run resumes to the same
-    weights, and the soft targets change what the network learns."""
-    from kairo.logic import _teacher
-
-    cfg, data = zero_one
-    quiet = dict(data=data, progress_bar=False)
-    cfg = LogicTrainConfig(**{**cfg.__dict__, "distill": 0.5, "teacher_epochs": 1,
-                              "shift": 1, "rotate": 10, "scale": 0.1})
-    full = train(cfg, checkpoint=tmp_path / "full.pt", **quiet)
-    assert full["teacher"]["val_accuracy"] > 0.98
-    train(LogicTrainConfig(**{**cfg.__dict__, "iters": 40}), checkpoint=tmp_path / "part.pt",
-          **quiet)
-    monkeypatch.setattr(_teacher, "train_teacher",
-                        lambda *a, **k: pytest.fail("the teacher was trained again"))
-    resumed = train(cfg, checkpoint=tmp_path / "part.pt", **quiet)
-    assert resumed["resumed_from"] == 40
-    assert resumed["teacher"]["val_accuracy"] == full["teacher"]["val_accuracy"]
-    for p, q in zip(full["model"].parameters(), resumed["model"].parameters()):
-        torch.testing.assert_close(p, q)
-    monkeypatch.undo()
-    plain = train(LogicTrainConfig(**{**cfg.__dict__, "distill": 0.0}), **quiet)
-    assert plain["teacher"] is None
-    assert any(not torch.equal(p, q) for p, q in zip(full["model"].parameters(),
-                                                     plain["model"].parameters()))
-
-
 def test_a_branch_from_a_snapshot_replays_the_single_run(zero_one, tmp_path):
     """A run keeps its 40-iteration checkpoint (snapshots); a second config that shares the
     schedule up to 40 and then anneals branches from it (init_from) and ends exactly where a

@@ -102,7 +102,7 @@ def _train(cfg: LogicTrainConfig, rd) -> str:
                "depth_after": report["after"]["depth"], "simplify": report,
                "history": res["history"], "train_seconds": res["seconds"],
                "iters_per_s": res["iters_per_s"], "resumed_from": res["resumed_from"],
-               "kept_iter": kept, "branch": res["branch"], "teacher": res.get("teacher"),
+               "kept_iter": kept, "branch": res["branch"],
                "layers": layer_report(model, cfg), "engine": engine}
     rd.add("metrics.json", metrics)
     circ.save(rd.path / "circuit.json")

@@ -115,15 +115,6 @@ class LogicTrainConfig:
                            "an angle drawn in ±rotate degrees (0: off)", low=0, high=45)
     scale: float = option(0.0, "augmentation: scale each training image about its centre by a "
                           "factor drawn in 1 ± scale (0: off)", low=0, high=0.5)
-    distill: float = option(0.0, "knowledge distillation: weight of the KL divergence to a "
-                            "small CNN teacher's softened class probabilities (the teacher is "
-                            "trained first on the same training split, --teacher-epochs; the "
-                            "rest of the loss is the labels' cross-entropy); 0: off",
-                            low=0, high=1)
-    distill_temperature: float = option(4.0, "softmax temperature of --distill (both "
-                                        "networks' class scores are divided by it)", above=0)
-    teacher_epochs: int = option(3, "passes over the training split that train --distill's "
-                                 "teacher", low=1)
     batch: int = option(128, "training images per iteration", low=1)
     iters: int = option(1000, "training iterations (batches)", low=1)
     eval_every: int = option(200, "iterations between validation evaluations", low=1)

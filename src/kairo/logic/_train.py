@@ -89,8 +89,7 @@ def accuracy(model: LogicNet, x: np.ndarray, y: np.ndarray, *, discrete: bool,
 
 # ---------------------------------------------------------------------------- checkpoints
 def _save(path, model, optimizer, cfg: LogicTrainConfig, it: int, history: list, rng_state,
-          best: dict | None, branch: dict | None, budget_weight: float = 0.0,
-          teacher: dict | None = None) -> None:
+          best: dict | None, branch: dict | None, budget_weight: float = 0.0) -> None:
     """``best`` ({"iter", "val_discrete", "model"}): with ``keep_best``, the weights of the
     best discrete validation accuracy so far; ``model`` stays the latest (resuming continues
     it)."""
@@ -99,7 +98,7 @@ def _save(path, model, optimizer, cfg: LogicTrainConfig, it: int, history: list,
                            "image_shape": list(model.image_shape),
                            "optimizer": optimizer.state_dict(), "history": history,
                            "torch_rng": rng_state, "best": best, "branch": branch,
-                           "budget_weight": budget_weight, "teacher": teacher},
+                           "budget_weight": budget_weight},
                     kind=CHECKPOINT_FORMAT)
 
 
@@ -154,8 +153,7 @@ def model_from_checkpoint(path) -> tuple[LogicNet, LogicTrainConfig]:
 
 # what, besides the iteration schedules, makes a run's first iterations what they were
 _HISTORY_FIELDS = ("dataset", "classes", "tau", "gate_mode", "gumbel_tau", "shift", "rotate",
-                   "scale", "distill", "distill_temperature", "teacher_epochs", "batch",
-                   "residual_init", "val_fraction")
+                   "scale", "batch", "residual_init", "val_fraction")
 
 
 def branch_info(old: LogicTrainConfig, new: LogicTrainConfig, start: int) -> dict:
@@ -296,7 +294,7 @@ def _start_state(cfg: LogicTrainConfig, ckpt: Path | None, model, opt, gen) -> d
     """Load where the run starts: its own checkpoint (resume), else ``init_from`` (a branch),
     else nothing. Returns {"start", "history", "best", "branch", "resumed"}."""
     out = {"start": 0, "history": [], "best": None, "branch": None, "resumed": None,
-           "budget_weight": 0.0, "teacher": None}
+           "budget_weight": 0.0}
     source = ckpt if ckpt is not None and ckpt.is_file() else None
     if source is None and cfg.init_from:
         source = Path(cfg.init_from)
@@ -328,8 +326,7 @@ def _start_state(cfg: LogicTrainConfig, ckpt: Path | None, model, opt, gen) -> d
         log.info("%s", describe_branch(branch))
     return {"start": start, "history": list(state["history"]), "branch": branch,
             "resumed": start, "budget_weight": float(state.get("budget_weight", 0.0)),
-            "best": state.get("best") if source == ckpt else None,  # the old run's is not ours
-            "teacher": state.get("teacher")}
+            "best": state.get("best") if source == ckpt else None}  # the old run's best is not ours
 
 
 def train(cfg: LogicTrainConfig, *, checkpoint=None, data=None,
@@ -359,9 +356,8 @@ def train(cfg: LogicTrainConfig, *, checkpoint=None, data=None,
     select = cfg.keep_best or cfg.max_gates > 0          # the run ends with kept weights
     budget_w = st["budget_weight"]
     n_raw = float(raw_gates(model))
-    teacher, teacher_info = _teacher(cfg, data, shape, st.get("teacher"))
     model.train()
-    loss_fn = _loss(cfg, teacher, xtr)
+    loss_fn = nn.CrossEntropyLoss()
     t0 = time.perf_counter()
     bar = progress(range(start, cfg.iters), total=cfg.iters - start, desc="train",
                    enabled=progress_bar)
@@ -379,60 +375,17 @@ def train(cfg: LogicTrainConfig, *, checkpoint=None, data=None,
             keep = best if select else None
             if ckpt is not None and (done % cfg.checkpoint_every == 0 or done == cfg.iters):
                 _save(ckpt, model, opt, cfg, done, history, gen.get_state(), keep, branch,
-                      budget_w, teacher_info.get("state"))
+                      budget_w)
             if ckpt is not None and done in cfg.snapshots:
                 _save(snapshot_path(ckpt, done), model, opt, cfg, done, history,
-                      gen.get_state(), keep, branch, budget_w, teacher_info.get("state"))
+                      gen.get_state(), keep, branch, budget_w)
     secs = time.perf_counter() - t0
     kept = _restore_kept(model, cfg, history, best, select)
     model.eval()
     return {"model": model, "history": history, "resumed_from": st["resumed"],
             "seconds": secs,
             "iters_per_s": (cfg.iters - start) / secs if secs > 0 else float("nan"),
-            "kept_iter": kept, "branch": branch,
-            "teacher": {k: v for k, v in teacher_info.items() if k != "state"} or None}
-
-
-def _teacher(cfg: LogicTrainConfig, data: dict, shape, saved: dict | None):
-    """With ``cfg.distill``: the teacher (from the checkpoint, else trained now on the
-    training split) and {"state", "val_accuracy", "seconds"}; else (None, {})."""
-    if not cfg.distill:
-        return None, {}
-    from kairo.logic._teacher import Teacher, train_teacher
-
-    if saved is not None:
-        teacher = Teacher(shape, len(cfg.classes))
-        teacher.load_state_dict(saved["model"])
-        teacher.eval()
-        info = {k: v for k, v in saved.items() if k != "model"}
-    else:
-        log.info("distill: training the teacher (%d epochs) …", cfg.teacher_epochs)
-        out = train_teacher(*data["train"], shape, len(cfg.classes), epochs=cfg.teacher_epochs,
-                            seed=cfg.seed, val=data["val"])
-        teacher = out["model"]
-        info = {"val_accuracy": out["val_accuracy"], "seconds": round(out["seconds"], 1)}
-        log.info("distill: teacher validation accuracy %.4f (%.0f s)", out["val_accuracy"],
-                 out["seconds"])
-    for p in teacher.parameters():
-        p.requires_grad_(False)
-    return teacher, {**info, "state": {"model": teacher.state_dict(), **info}}
-
-
-def _loss(cfg: LogicTrainConfig, teacher, xtr: np.ndarray):
-    """loss(class scores, batch indices into the training split, labels): cross-entropy, or
-    with a teacher :func:`kairo.logic._teacher.distill_loss` against its scores of the
-    training images, computed once (an augmented image keeps its image's soft targets: a
-    teacher forward per batch would cost as much as the logic network's step)."""
-    if teacher is None:
-        ce = nn.CrossEntropyLoss()
-        return lambda scores, idx, yb: ce(scores, yb)
-    from kairo.logic._teacher import distill_loss, teacher_scores
-
-    soft = teacher_scores(teacher, xtr)
-
-    def loss(scores, idx, yb):
-        return distill_loss(scores, soft[idx], yb, cfg.distill, cfg.distill_temperature)
-    return loss
+            "kept_iter": kept, "branch": branch}
 
 
 def _train_step(model, opt, loss_fn, cfg: LogicTrainConfig, xtr, ytr, gen, it: int,
@@ -453,7 +406,7 @@ def _train_step(model, opt, loss_fn, cfg: LogicTrainConfig, xtr, ytr, gen, it: i
     for group in opt.param_groups:
         group["lr"] = lr_at(cfg, it)
     gates = {"temperature": gate_temperature_at(cfg, it), "fixed": fixed_layers(cfg, it)}
-    loss = loss_fn(model(xb, **gates), torch.from_numpy(idx), yb)
+    loss = loss_fn(model(xb, **gates), yb)
     if cfg.max_gates and budget_w > 0:
         loss = loss + budget_w * expected_gates(model, **gates) / n_raw
     if loss.requires_grad:              # not when every gate layer is fixed
