@@ -295,8 +295,8 @@ def test_training_is_reproducible_and_resumes_exactly(zero_one, tmp_path):
     cfg, data = zero_one
     quiet = dict(data=data, progress_bar=False)
     # with augmentation, a cosine tail and gate annealing: all must follow the iteration
-    cfg = LogicTrainConfig(**{**cfg.__dict__, "shift": 2, "lr_decay_from": 60,
-                              "gate_temperature": 0.2})
+    cfg = LogicTrainConfig(**{**cfg.__dict__, "shift": 2, "rotate": 10, "scale": 0.1,
+                              "lr_decay_from": 60, "gate_temperature": 0.2})
     full = train(cfg, checkpoint=tmp_path / "full.pt", **quiet)
     # a run "killed" after 40 iterations (its checkpoint), then resumed to 120
     short = LogicTrainConfig(**{**cfg.__dict__, "iters": 40})
