@@ -40,6 +40,9 @@ constant), where the ``bits`` stage shifts in and holds every input bit (3 thres
 pixels: 2,352 flip-flops). A counter says which load the next ``din`` is; the load on the edge
 that takes ``start`` is load 0 of the next image, and after the last load of an image it
 wraps to 0 by itself.
+
+``arch="folded"`` is another top level: the circuit as a program in memory, run one gate a
+clock (:mod:`kairo.logic._fpga_folded`, which describes its ports).
 """
 
 from __future__ import annotations
@@ -407,7 +410,7 @@ def _schedule(x: np.ndarray, io_bits: int, pipeline: int, interval: int = 0) -> 
 
 
 def _folded_schedule(words: list[int], word_bits: int, x: np.ndarray, io_bits: int,
-                     busy: int) -> np.ndarray:
+                     busy: int) -> tuple[np.ndarray, np.ndarray]:
     """Per-cycle {prog, start, load, din} for the folded architecture: the program, then
     each image's loads and its start, ``busy`` cycles while it runs (with a stray load and a
     stray start in them, which the design must ignore) and 0–2 idle cycles; and the cycles
@@ -451,7 +454,8 @@ def simulate_wrapper(circuit: Circuit, x, *, io_bits: int = 8, pipeline: int = 0
     With ``return_timing`` also the clock cycles (edge indices) at which each ``start`` was
     sampled and at which each ``valid`` was seen, two int64 arrays. With ``arch=
     "serial-vote"`` each start waits until ``ready`` would take it (a start refused is an
-    error).
+    error). With ``arch="folded"`` the program is loaded through the port first, and a stray
+    load and start while each image runs check that the design ignores them.
     """
     c, w, k, pv, lat = check_design(circuit, io_bits, pipeline, pipeline_votes, arch,
                                     input_stage)
