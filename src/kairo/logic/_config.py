@@ -290,9 +290,10 @@ class FpgaConfig:
                        "one output per class per clock into small counters: a fraction of "
                        "the LUTs, one image per max(loads, outputs per class + pipeline + 2) "
                        "clocks; adds a ready pin) or folded (the circuit as a program in "
-                       "SPRAM, one gate a clock: up to 16,384 gates on a UP5K in a few hundred "
-                       "logic cells; the program is loaded after configuration, see "
-                       "program.hex; adds prog and ready pins)", choices=FPGA_ARCHS)
+                       "SPRAM, one gate a clock: up to 16,384 instructions (gates and vote "
+                       "copies) on a UP5K in a few hundred logic cells; the program is loaded "
+                       "after configuration, see program.hex; adds prog and ready pins)",
+                       choices=FPGA_ARCHS)
     freq: float = option(12.0, "clock (MHz) nextpnr aims for; the achieved fmax is reported",
                          above=0)
     seed: int = option(1, "seed of nextpnr's placement and of the simulated inputs")
