@@ -240,12 +240,19 @@ def rewire(model: nn.Module, opt: torch.optim.Optimizer, fraction: float,
     return n
 
 
+def _image_hwc(x: np.ndarray) -> tuple[int, int, int]:
+    """(H, W, C) of one image of a batch [n, H, W], [n, H, W, C] or [n, H·W] (square, one
+    channel)."""
+    if x.ndim >= 3:
+        return x.shape[1], x.shape[2], int(np.prod(x.shape[3:]))
+    return image_shape(int(np.prod(x.shape[1:])), conv=True)
+
+
 def random_shift(x: np.ndarray, max_shift: int, rng: np.random.Generator) -> np.ndarray:
     """Each image of ``x`` (uint8 [n, H, W], [n, H, W, C], or [n, H·W] of square one-channel
     images) moved by its own random (dy, dx) in −max_shift…max_shift, zeros shifted in."""
     n = x.shape[0]
-    h, w, c = x.shape[1:3] + (int(np.prod(x.shape[3:])),) if x.ndim >= 3 else \
-        image_shape(int(np.prod(x.shape[1:])), conv=True)
+    h, w, c = _image_hwc(x)
     img = x.reshape(n, h, w, c)
     p = max_shift
     padded = np.zeros((n, h + 2 * p, w + 2 * p, c), np.uint8)
@@ -271,8 +278,7 @@ def affine_images(x: np.ndarray, degrees: np.ndarray, factors: np.ndarray) -> np
     rounded back to uint8, so the thresholds see the grey edges a real stroke at that angle
     would have."""
     n = x.shape[0]
-    h, w, c = x.shape[1:3] + (int(np.prod(x.shape[3:])),) if x.ndim >= 3 else \
-        image_shape(int(np.prod(x.shape[1:])), conv=True)
+    h, w, c = _image_hwc(x)
     angle = np.deg2rad(np.asarray(degrees, float))
     # affine_grid maps each output position to where it reads the input, in coordinates
     # normalised per axis: the inverse motion, with the axes' scales put back
