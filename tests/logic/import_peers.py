@@ -7,7 +7,8 @@ the spot; the fixtures in tests/logic/data/ let the tests without them read real
 
     PYTHONPATH=/tmp/peers python tests/logic/import_peers.py --out tests/logic/data
 
-writes ``difflogic_mnist.pt`` / ``torchlogix_mnist.pt`` (``torch.save(model)`` of the trained
+writes ``difflogic_mnist.pt`` / ``torchlogix_mnist.pt`` / ``torchlogix_lut_mnist.pt`` (4- and
+6-input LUTs) (``torch.save(model)`` of the trained
 ``nn.Sequential``) and ``*_reference.npz`` (the framework's own eval forward on the first
 MNIST test images, :func:`kairo.logic.write_reference`).
 """
@@ -101,6 +102,24 @@ def torchlogix_model(x: np.ndarray, y: np.ndarray, k: int = 10, tau: float = 10.
     return _train(model, values, y, steps, lr=lr, seed=seed)
 
 
+def torchlogix_lut_model(x: np.ndarray, y: np.ndarray, steps: int = 300, seed: int = 0,
+                         lr: float = 0.05):
+    """torchlogix's multi-input LUTs: FixedBinarization(0.5), Flatten, LogicDense lut_rank 4
+    warp 784 → 400, lut_rank 6 light 400 → 200 with learnable connections, GroupSum(10, 10)."""
+    import torch
+    from torchlogix.layers import FixedBinarization, GroupSum, LogicDense
+
+    torch.manual_seed(seed)
+    model = torch.nn.Sequential(
+        FixedBinarization(torch.tensor([0.5])), torch.nn.Flatten(),
+        LogicDense(784, 400, lut_rank=4, parametrization="warp"),
+        LogicDense(400, 200, lut_rank=6, parametrization="light", connections="learnable",
+                   connections_kwargs={"num_candidates": 2}),
+        GroupSum(10, 10.0))
+    values = torch.from_numpy(np.array(x).reshape(-1, 1, 28, 28)).float().div(255)
+    return _train(model, values, y, steps, lr=lr, seed=seed)
+
+
 def import_torchlogix():
     """torchlogix as kairo imports it (torchlogix.circuit needs Python ≥ 3.12)."""
     from kairo.logic import framework_module
@@ -116,13 +135,19 @@ def main(argv=None) -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "data")
+    ap.add_argument("--models", default="difflogic,torchlogix,torchlogix_lut",
+                    help="which fixtures to write (retraining one changes its bytes)")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     xtr, ytr, xte, yte = mnist_subset()
     for name, make in (("difflogic",
                         lambda: difflogic_model(framework_module("difflogic"), xtr, ytr)),
                        ("torchlogix", lambda: (import_torchlogix(),
-                                               torchlogix_model(xtr, ytr))[1])):
+                                               torchlogix_model(xtr, ytr))[1]),
+                       ("torchlogix_lut", lambda: (import_torchlogix(),
+                                                   torchlogix_lut_model(xtr, ytr))[1])):
+        if name not in args.models.split(","):
+            continue
         path = args.out / f"{name}_mnist.pt"
         torch.save(make(), path)
         model = read_model(path, input={"thresholds": (0.5,)} if name == "difflogic" else None)

@@ -256,7 +256,7 @@ def test_handwritten_torchlogix_schema(tmp_path):
 
 
 # ---------------------------------------------------------------------------- committed real files
-REAL = {"difflogic": {"thresholds": (0.5,)}, "torchlogix": None}
+REAL = {"difflogic": {"thresholds": (0.5,)}, "torchlogix": None, "torchlogix_lut": None}
 
 
 @pytest.fixture(scope="module")
@@ -270,15 +270,16 @@ def test_real_model_equals_its_frameworks_stored_forward(name, mnist_test):
     framework, equals the framework's eval forward stored beside it: every output bit and every
     class score, before and after simplification."""
     model = read_model(DATA / f"{name}_mnist.pt", input=REAL[name])
-    assert model.form == "module" and model.framework == name
+    assert model.form == "module" and model.framework == name.split("_")[0]
     c = model.circuit()
     ref = read_reference(DATA / f"{name}_mnist_reference.npz")
-    assert ref["framework"] == name and ref["model_sha256"] == model.sha256
+    assert ref["framework"] == name.split("_")[0] and ref["model_sha256"] == model.sha256
     rep = verify_import(c, model, reference=ref)
     assert rep == {"against": f"reference {DATA / f'{name}_mnist_reference.npz'}",
                    "samples": 100, "outputs_equal": True, "scores_equal": True}
     s, report = simplify(c)
-    assert report["after"]["n_gates"] < report["before"]["n_gates"] == model.n_gates
+    assert report["after"]["n_gates"] < report["before"]["n_gates"] == c.n_gates
+    assert (c.n_gates == model.n_gates) == (name != "torchlogix_lut")   # a LUT is many gates
     verify_import(s, model, reference=ref)
     # a classifier of the MNIST images, on the image contract kairo's back ends read
     x, y = mnist_test
@@ -289,6 +290,15 @@ def test_real_model_equals_its_frameworks_stored_forward(name, mnist_test):
     px = torch.arange(256, dtype=torch.float32).div(255)
     assert c.meta["thresholds"] == [int((px <= torch.tensor(t)).sum()) - 1 for t in th]
     assert model.input.bit_order == ("threshold-major" if name == "difflogic" else "pixel-major")
+
+
+def test_real_torchlogix_lut_file():
+    m = read_model(DATA / "torchlogix_lut_mnist.pt")
+    assert [(L.parametrization, L.rank, L.inputs.shape, "candidates" in L.tensors)
+            for L in m.layers] == [("warp", 4, (4, 400), False), ("light", 6, (6, 200), True)]
+    assert m.summary()["layers"][1]["lut_rank"] == 6
+    with pytest.raises(KairoError, match="6-input LUTs, not gates"):
+        m.layers[1].ops
 
 
 def test_real_torchlogix_file_uses_all_three_parametrizations():
@@ -462,10 +472,45 @@ def test_torchlogix_binarizations_and_model_classes(tmp_path, kind):
     assert (c.image_input is None) == (kind == "dummy")
 
 
+@pytest.mark.parametrize("rank, kind, conn", [(4, "warp", "fixed"), (6, "light", "learnable"),
+                                              (6, "warp", "learnable"), (4, "light", "fixed")])
+def test_torchlogix_lut_layers_equal_torchlogix(tmp_path, rank, kind, conn):
+    """4- and 6-input LUT layers with random weights (every sign pattern likely), as a whole
+    module and as a state dict with a layout, against torchlogix's own eval forward."""
+    tlx = _framework("torchlogix")
+    L = tlx.layers
+    torch.manual_seed(rank)
+    extra = ({"connections": "learnable", "connections_kwargs": {"num_candidates": 3}}
+             if conn == "learnable" else {})
+    model = torch.nn.Sequential(L.FixedBinarization(torch.tensor([0.4])), torch.nn.Flatten(),
+                                L.LogicDense(49, 60, lut_rank=rank, parametrization=kind,
+                                             **extra),
+                                L.LogicDense(60, 30, lut_rank=2, parametrization="raw"),
+                                L.GroupSum(3, 2.0))
+    with torch.no_grad():
+        model[2].weight.normal_()
+        model[3].weight.normal_()
+    torch.save(model, tmp_path / "m.pt")
+    sd = {k: v for k, v in model.state_dict().items()}
+    layout = {"framework": "torchlogix", "input": {"thresholds": "0.thresholds"},
+              "layers": [{"key": "2", "in_dim": 49, "out_dim": 60, "parametrization": kind,
+                          "lut_rank": rank},
+                         {"key": "3", "in_dim": 60, "out_dim": 30}],
+              "group_sum": {"k": 3, "tau": 2.0}}
+    torch.save({"state_dict": sd, "layout": layout}, tmp_path / "b.pt")
+    x = np.random.default_rng(0).integers(0, 256, (500, 49)).astype(np.uint8)
+    for f in ("m.pt", "b.pt"):
+        imported = read_model(tmp_path / f)
+        c = imported.circuit()
+        assert c.n_gates > imported.n_gates
+        for circ in (c, simplify(c)[0]):
+            assert verify_import(circ, imported, x)["scores_equal"]
+
+
 def test_torchlogix_layers_kairo_cannot_import_are_named(tmp_path):
     tlx = _framework("torchlogix")
-    for layer, needle in ((tlx.layers.LogicDense(8, 8, lut_rank=4, parametrization="warp"),
-                           "lut_rank 4"),
+    for layer, needle in ((tlx.layers.LogicDense(8, 8, lut_rank=1, parametrization="warp"),
+                           r"lut_rank 1 is not supported \(expected 2, 4, 6\)"),
                           (tlx.layers.OrPooling2d(2, 2, 0),
                            "holds a torchlogix.layers.pool.OrPooling2d, which kairo does not "
                            "import")):
@@ -576,6 +621,48 @@ def test_bad_layouts_and_tensors_are_refused_by_name(tmp_path, mutate, sd_mutate
     with pytest.raises(DataError, match=needle) as info:
         read_model(path)
     assert str(path) in str(info.value)
+
+
+@pytest.mark.parametrize("mutate, needle", [
+    (lambda L, sd: L["layers"][0].update(lut_rank=5), r"layers\[0\]: lut_rank 5 is not "
+     r"supported \(expected 2, 4, 6\)"),
+    (lambda L, sd: L["layers"][0].update(lut_rank="4"), r"lut_rank '4' is not supported"),
+    (lambda L, sd: L["layers"][1].update(lut_rank=4), r"layers\[1\]: lut_rank 4 with the raw "
+     r"parametrization"),
+    (lambda L, sd: L["layers"][0].update(lut_rank=6), r"gate weights have shape \(12, 16\) "
+     r".*expected float \(12, 64\) for the warp parametrization of lut_rank 6"),
+    (lambda L, sd: sd.__setitem__("1.connections.indices", sd["1.connections.indices"][:2]),
+     r"connection indices has shape \(2, 12\) but the layer has 12 gates of 4 inputs "
+     r"\(expected \(4, 12\)\)"),
+    (lambda L, sd: sd["1.connections.indices"].__setitem__((3, 7), 9),
+     r"gate 7 input 3 reads input 9, but the layer has 6 inputs"),
+    (lambda L, sd: L.update(n_gates=12 * 15), r"n_gates is 180 but its layers have 24 gates"),
+])
+def test_bad_lut_layers_are_refused_by_name(tmp_path, mutate, needle):
+    """A torchlogix 4-input LUT layer (6 → 12) and a raw one (12 → 12), then one thing wrong."""
+    g = torch.Generator().manual_seed(1)
+    sd = {"1.weight": torch.randn(12, 16, generator=g),
+          "1.connections.indices": torch.randint(0, 6, (4, 12), generator=g),
+          "2.weight": torch.randn(12, 16, generator=g),
+          "2.connections.indices": torch.randint(0, 12, (2, 12), generator=g)}
+    lay = {"framework": "torchlogix",
+           "layers": [{"key": "1", "in_dim": 6, "out_dim": 12, "parametrization": "warp",
+                       "lut_rank": 4},
+                      {"key": "2", "in_dim": 12, "out_dim": 12}],
+           "group_sum": {"k": 3}}
+    path = tmp_path / "b.pt"
+    torch.save({"state_dict": sd, "layout": lay}, path)
+    assert read_model(path).circuit().n_gates > 24
+    mutate(lay, sd)
+    torch.save({"state_dict": sd, "layout": lay}, path)
+    with pytest.raises(DataError, match=needle) as info:
+        read_model(path)
+    assert str(path) in str(info.value)
+    bad = dict(lay, framework="difflogic")
+    bad["layers"] = [{"key": "1", "in_dim": 6, "out_dim": 12, "lut_rank": 4}]
+    torch.save({"state_dict": sd, "layout": bad}, path)
+    with pytest.raises(DataError, match=r"lut_rank: difflogic's gates have 2 inputs, got 4"):
+        read_model(path)
 
 
 def test_bad_files_are_refused_by_name(tmp_path):

@@ -44,6 +44,8 @@ _LAZY = {
         "gate_ops", "DIFFLOGIC_OPS", "framework_status", "framework_module",
         "framework_forward",
         "scores_from_counts", "verify_import", "write_reference", "read_reference")},
+    # torchlogix's 4- and 6-input LUTs as two-input gates
+    **{n: ("kairo.logic._luts", n) for n in ("LUT_RANKS", "lut_tables", "lut_gates")},
     # the pieces of `kairo logic bench` that benchmarks/logic_inference.py reuses
     **{n: ("kairo.logic._bench", n) for n in (
         "read_bandwidth", "bench_images", "bench_circuit", "AnchorCircuit", "time_calls",

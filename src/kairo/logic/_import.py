@@ -16,6 +16,8 @@ divided by τ). That is a kairo circuit, gate for gate. What the files hold:
   ``warp`` ([out, 4] Walsh coefficients: the gate is 1 where w0 + w1·B + w2·A + w3·AB < 0
   with A = 1 − 2a, evaluated in the weights' dtype in torchlogix's order) or ``light`` ([out, 4]:
   truth-table entry 2a + b is 1 where its weight > 0). Its ``GroupSum`` adds ``beta``.
+  ``lut_rank`` 4 and 6 neurons (warp or light, [out, 2^k] weights, [k, out] indices) are
+  k-input LUTs: each becomes a few two-input gates (:mod:`kairo.logic._luts`).
 
 Accepted files (all read with ``torch.load(weights_only=True)``: no code in them runs):
 
@@ -200,7 +202,8 @@ def _framework_layer(mod, framework: str, L: ImportedLayer):
         learn = "candidates" in L.tensors
         kw = ({"connections": "learnable", "connections_kwargs": {
             "num_candidates": int(L.tensors["candidates"].shape[0])}} if learn else {})
-        m = LogicDense(L.in_dim, L.out_dim, parametrization=L.parametrization, **kw)
+        m = LogicDense(L.in_dim, L.out_dim, parametrization=L.parametrization,
+                       lut_rank=L.rank, **kw)
         m.weight.data = w.clone()
         if learn:
             m.connections.indices = L.tensors["candidates"].clone()
@@ -445,10 +448,14 @@ def run_import(cfg, rd) -> str:
     circ.save(rd.path / "circuit.json")
     rd.add("circuit_raw.json")
     rd.add("circuit.json")
-    lay = " → ".join([str(model.n_inputs)] + [str(L.out_dim) for L in model.layers])
+    lay = " → ".join([str(model.n_inputs)] + [str(L.out_dim) + (f" ({L.rank}-input LUTs)"
+                                                                 if L.rank != 2 else "")
+                                               for L in model.layers])
     acc = (f"; test accuracy {res['test_accuracy_circuit']:.2%} on {res['n_test']} "
            f"{res['dataset']} test images" if "test_accuracy_circuit" in res else "")
+    luts = (f" ({model.n_gates} LUTs as two-input gates)"
+            if any(L.rank != 2 for L in model.layers) else "")
     return (f"imported {model.framework} {model.form} {cfg.model}: {lay}, GroupSum k="
             f"{model.k} τ={model.tau:g}{acc}\n"
-            f"gates {raw.n_gates} → {circ.n_gates} after simplification, depth "
+            f"gates {raw.n_gates}{luts} → {circ.n_gates} after simplification, depth "
             f"{res['depth_before']} → {res['depth_after']}\n" + "\n".join(checks))

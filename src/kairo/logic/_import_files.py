@@ -16,9 +16,11 @@ import numpy as np
 
 from kairo._errors import DataError, KairoError
 from kairo.logic._circuit import Circuit
+from kairo.logic._gates import TRUTH
 from kairo.logic._import_model import (_VERSION, FRAMEWORKS, LAYOUT_FORMAT, PARAMETRIZATIONS,
                                        ImportedLayer, ImportedModel, InputBinarization,
                                        gate_ops)
+from kairo.logic._luts import LUT_RANKS, lut_tables
 
 __all__ = ["read_model", "import_model"]
 
@@ -39,8 +41,9 @@ _TL_BIN = {f"torchlogix.layers.binarization.{c}Binarization": c.lower()
 _KNOWN = {_FLATTEN, _SEQUENTIAL, _DL_LAYER, _DL_GROUPSUM, _TL_DENSE, _TL_GROUPSUM, *_TL_PARAM,
           *_TL_CONN, *_TL_BIN}
 _SUPPORTED = ("nn.Sequential models of difflogic LogicLayer + GroupSum, or of torchlogix "
-              "LogicDense (lut_rank 2) + GroupSum after an optional torchlogix binarization, "
-              "with nn.Flatten anywhere before the first logic layer")
+              "LogicDense (lut_rank 2, or 4 and 6 with warp or light weights) + GroupSum "
+              "after an optional torchlogix binarization, with nn.Flatten anywhere before the "
+              "first logic layer")
 
 
 def _is_container(name: str) -> bool:
@@ -156,71 +159,87 @@ def _tensor(v, what: str, source: str):
     return v.detach().cpu()
 
 
-def _indices(idx, in_dim: int, out_dim: int, what: str, source: str):
-    """(2, out_dim) int64 indices into ``in_dim`` inputs, checked."""
+def _indices(idx, in_dim: int, out_dim: int, what: str, source: str, rank: int = 2):
+    """(rank, out_dim) int64 indices into ``in_dim`` inputs, checked."""
     import torch
 
-    if isinstance(idx, (tuple, list)) and len(idx) == 2:
+    if isinstance(idx, (tuple, list)) and len(idx) == rank:
         try:
             idx = torch.stack([torch.as_tensor(i) for i in idx])
         except (TypeError, ValueError, RuntimeError) as exc:
-            raise DataError(f"{source}: {what}: two index arrays of {out_dim} inputs expected "
-                            f"({exc})") from None
+            raise DataError(f"{source}: {what}: {rank} index arrays of {out_dim} inputs "
+                            f"expected ({exc})") from None
     idx = _tensor(idx, what, source)
     if idx.is_floating_point() or idx.is_complex() or idx.dtype == torch.bool:
         raise DataError(f"{source}: {what} must hold integers, got {idx.dtype}")
-    if tuple(idx.shape) != (2, out_dim):
+    if tuple(idx.shape) != (rank, out_dim):
         raise DataError(f"{source}: {what} has shape {tuple(idx.shape)} but the layer has "
-                        f"{out_dim} gates (expected (2, {out_dim}): inputs a and b of each gate)")
+                        f"{out_dim} gates of {rank} inputs (expected ({rank}, {out_dim}))")
     bad = (idx < 0) | (idx >= in_dim)
     if bad.any():
         side, g = (int(v) for v in bad.nonzero()[0])
-        raise DataError(f"{source}: {what}: gate {g} input {'ab'[side]} reads input "
+        name = "ab"[side] if rank == 2 else str(side)
+        raise DataError(f"{source}: {what}: gate {g} input {name} reads input "
                         f"{int(idx[side, g])}, but the layer has {in_dim} inputs "
                         f"(0…{in_dim - 1})")
     return idx.to(torch.int64)
 
 
+def _rank(v, where: str, source: str, param: str) -> int:
+    """A torchlogix lut_rank kairo reads: 2, or 4 and 6 for warp and light LUTs."""
+    if v is None:
+        return 2
+    if isinstance(v, bool) or not isinstance(v, int) or v not in LUT_RANKS:
+        raise DataError(f"{source}: {where}: lut_rank {v!r} is not supported (expected "
+                        f"{', '.join(map(str, LUT_RANKS))})")
+    if v != 2 and param == "raw":
+        raise DataError(f"{source}: {where}: lut_rank {v} with the raw parametrization (raw "
+                        f"is two-input only; warp and light hold 2**lut_rank weights)")
+    return v
+
+
 def _layer(source: str, name: str, kind: str, param: str, in_dim, out_dim, weights, indices,
-           cand_weights=None) -> ImportedLayer:
+           cand_weights=None, rank: int = 2) -> ImportedLayer:
     """One logic layer from its tensors, every shape checked against its dims."""
     where = f"layer {name} ({kind})"
     in_dim = _int(in_dim, f"{where}: in_dim", source)
     out_dim = _int(out_dim, f"{where}: out_dim", source)
     w = _tensor(weights, f"{where}: gate weights", source)
-    want = 16 if param == "raw" else 4
+    want = 16 if param == "raw" else 1 << rank
     if tuple(w.shape) != (out_dim, want) or not w.is_floating_point():
         raise DataError(f"{source}: {where}: gate weights have shape {tuple(w.shape)} ({w.dtype}) "
                         f"but the layer has {out_dim} gates (out_dim): expected float "
-                        f"({out_dim}, {want}) for the {param} parametrization")
+                        f"({out_dim}, {want}) for the {param} parametrization"
+                        + (f" of lut_rank {rank}" if param != "raw" else ""))
     tensors = {"weights": w}
     if cand_weights is None:
-        idx = _indices(indices, in_dim, out_dim, f"{where}: connection indices", source)
+        idx = _indices(indices, in_dim, out_dim, f"{where}: connection indices", source, rank)
     else:                                   # torchlogix's learnable connections
         cand = _tensor(indices, f"{where}: candidate indices", source)
         cw = _tensor(cand_weights, f"{where}: connection weights", source)
-        if cand.ndim != 3 or tuple(cand.shape[1:]) != (2, out_dim) or cw.shape != cand.shape:
+        if cand.ndim != 3 or tuple(cand.shape[1:]) != (rank, out_dim) or cw.shape != cand.shape:
             raise DataError(f"{source}: {where}: learnable connections need candidate indices "
-                            f"and weights of one shape (C, 2, {out_dim}), got "
+                            f"and weights of one shape (C, {rank}, {out_dim}), got "
                             f"{tuple(cand.shape)} and {tuple(cw.shape)}")
         import torch
 
         if torch.isnan(cw).any():
             raise DataError(f"{source}: {where}: connection weights are NaN")
         chosen = cw.argmax(dim=0)               # as torchlogix's resolve_connections
-        l_ = torch.arange(2).unsqueeze(1)
+        l_ = torch.arange(rank).unsqueeze(1)
         o_ = torch.arange(out_dim).unsqueeze(0)
         idx = _indices(cand[chosen, l_, o_], in_dim, out_dim,
-                       f"{where}: chosen connections", source)
+                       f"{where}: chosen connections", source, rank)
         tensors.update(candidates=cand.to(torch.int64), connection_weights=cw)
     tensors["indices"] = idx
     try:
-        ops = gate_ops(w, param)
+        tables = (TRUTH[gate_ops(w, param)].astype(np.uint64) if param == "raw"
+                  else lut_tables(w, param))
     except DataError as exc:
         raise DataError(f"{source}: {where}: {exc}") from None
     return ImportedLayer(name=name, kind=kind, parametrization=param, in_dim=in_dim,
-                         out_dim=out_dim, ops=ops, a=idx[0].numpy().copy(),
-                         b=idx[1].numpy().copy(), tensors=tensors)
+                         out_dim=out_dim, inputs=idx.numpy().copy(), tables=tables,
+                         tensors=tensors)
 
 
 def _module_state(obj) -> dict:
@@ -284,10 +303,6 @@ def _from_module(obj, source: str):
                                  st.get("out_dim"), _param(child, "weights"),
                                  st.get("indices")))
         elif cls == _TL_DENSE:
-            if st.get("lut_rank", 2) != 2:
-                raise DataError(f"{where}: lut_rank {st.get('lut_rank')} gates have "
-                                f"{st.get('lut_rank')} inputs; kairo imports two-input gates "
-                                f"(lut_rank 2) only")
             sub = dict(_children(child))
             pname = _qualname(sub.get("parametrization")) if "parametrization" in sub else ""
             conn = sub.get("connections")
@@ -296,10 +311,11 @@ def _from_module(obj, source: str):
                 raise DataError(f"{where}: expected a torchlogix LUT parametrization and dense "
                                 f"connections, found {pname or 'none'} and {cname_ or 'none'}")
             learn = _TL_CONN[cname_] == "learnable"
+            rank = _rank(st.get("lut_rank"), f"layer {cname}", source, _TL_PARAM[pname])
             layers.append(_layer(source, cname, "torchlogix LogicDense", _TL_PARAM[pname],
                                  st.get("in_dim"), st.get("out_dim"), _param(child, "weight"),
                                  _param(conn, "indices"),
-                                 _param(conn, "weights") if learn else None))
+                                 _param(conn, "weights") if learn else None, rank))
         elif cls in (_DL_GROUPSUM, _TL_GROUPSUM):
             k = _int(st.get("k"), "GroupSum k", where)
             tau = _num(st.get("tau", 1.0), "GroupSum tau", where, positive=True)
@@ -364,6 +380,10 @@ def _check_layout(lay, source: str) -> dict:
             raise DataError(f"{source}: layers[{i}].parametrization must be "
                             + ("raw for difflogic" if lay["framework"] == "difflogic"
                                else f"one of {', '.join(PARAMETRIZATIONS)}") + f", got {p!r}")
+        if lay["framework"] == "difflogic" and L.get("lut_rank", 2) != 2:
+            raise DataError(f"{source}: layers[{i}].lut_rank: difflogic's gates have 2 inputs, "
+                            f"got {L.get('lut_rank')!r}")
+        _rank(L.get("lut_rank"), f"layers[{i}]", source, p)
     gs = lay.get("group_sum")
     if not isinstance(gs, dict):
         raise DataError(f"{source}: field 'group_sum' must be an object {{\"k\": classes, "
@@ -421,7 +441,8 @@ def _from_state_dict(sd: dict, lay: dict, source: str, lay_source: str):
                                 f"torchlogix parametrization they are (\"parametrization\": "
                                 f"\"warp\" or \"light\")")
             layers.append(_layer(source, key, "torchlogix LogicDense", param, L["in_dim"],
-                                 L["out_dim"], sd[wkey], sd[ikey], sd.get(ckey)))
+                                 L["out_dim"], sd[wkey], sd[ikey], sd.get(ckey),
+                                 L.get("lut_rank", 2)))
     gs = lay["group_sum"]
     inp = lay.get("input")
     if inp is not None and isinstance(inp.get("thresholds"), str):   # a key: "0.thresholds"

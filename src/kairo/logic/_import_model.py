@@ -13,6 +13,7 @@ import numpy as np
 from kairo._errors import DataError, KairoError
 from kairo.logic._circuit import Circuit
 from kairo.logic._gates import N_GATES, TRUTH
+from kairo.logic._luts import lut_gates, lut_tables
 
 __all__ = ["FRAMEWORKS", "PARAMETRIZATIONS", "BIT_ORDERS", "CHANNEL_ORDERS", "DIFFLOGIC_OPS",
            "LAYOUT_FORMAT", "REFERENCE_FORMAT", "InputBinarization", "ImportedLayer",
@@ -190,39 +191,59 @@ def gate_ops(weights, parametrization: str = "raw") -> np.ndarray:
         raise DataError(f"gate {n}: its weights are NaN (a diverged model?)")
     if parametrization == "raw":
         return np.asarray(DIFFLOGIC_OPS, dtype=np.uint8)[w.argmax(-1).numpy()]
-    table = torch.zeros(w.shape[0], dtype=torch.int64)
-    for a in (0, 1):
-        for b in (0, 1):
-            if parametrization == "warp":
-                # torchlogix: x → 1 − 2x in the weights' dtype; weighted_walsh_basis_sum_2 is
-                # w0·1 + w1·B + w2·A + w3·AB, summed left to right; the eval output is −s > 0
-                one = torch.ones(w.shape[0], dtype=w.dtype)
-                av, bv = one * (1 - 2 * a), one * (1 - 2 * b)
-                s = (w[:, 0] * (av * 0 + 1) + w[:, 1] * bv + w[:, 2] * av
-                     + w[:, 3] * (av * bv))
-                bit = (-s) > 0
-            else:
-                bit = w[:, 2 * a + b] > 0
-            table |= bit.to(torch.int64) << (2 * a + b)
-    return _OP_OF_TRUTH[table.numpy()]
+    return _OP_OF_TRUTH[lut_tables(w, parametrization).astype(np.int64)]
 
 
 # ---------------------------------------------------------------------------- the model
 @dataclass(frozen=True, eq=False)
 class ImportedLayer:
-    """One dense gate layer as read from the file: the kairo op of each neuron and the
-    indices of its two inputs in the layer before (``tensors`` keeps what the file held, for
-    the framework's own forward)."""
+    """One dense layer as read from the file: ``inputs`` [rank, out] the indices in the layer
+    before that each neuron reads (rank 2: a and b; torchlogix's ``lut_rank`` 4 and 6 LUTs read
+    more), ``tables`` the truth table each neuron computes in the framework's eval forward
+    (uint64; bit i is the output when input j is bit rank − 1 − j of i), ``tensors`` what the
+    file held, for the framework's own forward."""
 
     name: str
     kind: str                        # "difflogic LogicLayer" or "torchlogix LogicDense"
     parametrization: str
     in_dim: int
     out_dim: int
-    ops: np.ndarray
-    a: np.ndarray
-    b: np.ndarray
+    inputs: np.ndarray
+    tables: np.ndarray
     tensors: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def rank(self) -> int:
+        return int(self.inputs.shape[0])
+
+    @property
+    def ops(self) -> np.ndarray:
+        """kairo op codes of a two-input layer."""
+        if self.rank != 2:
+            raise KairoError(f"layer {self.name} holds {self.rank}-input LUTs, not gates")
+        return _OP_OF_TRUTH[self.tables.astype(np.int64)]
+
+    def gates(self, nodes: np.ndarray, first: int) -> tuple[list, list, list, np.ndarray]:
+        """(ops, a, b, out): the layer as two-input gates numbered from ``first``, reading the
+        node ids ``nodes`` of the layer before; ``out`` is each neuron's node. A two-input layer
+        is one gate per neuron; a LUT becomes :func:`~kairo.logic.lut_gates`' gates."""
+        src = nodes[self.inputs]
+        if self.rank == 2:
+            return (list(self.ops), list(src[0]), list(src[1]),
+                    first + np.arange(self.out_dim, dtype=np.int64))
+        ops, aa, bb, out = [], [], [], np.empty(self.out_dim, dtype=np.int64)
+        plans: dict[int, tuple] = {}
+        for g, t in enumerate(self.tables.tolist()):
+            if t not in plans:
+                plans[t] = lut_gates(t, self.rank)
+            body, o = plans[t]
+            slot = list(src[:, g]) + [first + len(ops) + i for i in range(len(body))]
+            for op, a, b in body:
+                ops.append(op)
+                aa.append(slot[a])
+                bb.append(slot[b])
+            out[g] = slot[o]
+        return ops, aa, bb, out
 
 
 @dataclass(frozen=True, eq=False)
@@ -252,7 +273,8 @@ class ImportedModel:
         return {"framework": self.framework, "file": str(self.path), "sha256": self.sha256,
                 "form": self.form, "n_inputs": self.n_inputs, "n_gates": self.n_gates,
                 "layers": [{"name": L.name, "kind": L.kind, "parametrization": L.parametrization,
-                            "in_dim": L.in_dim, "out_dim": L.out_dim} for L in self.layers],
+                            "lut_rank": L.rank, "in_dim": L.in_dim, "out_dim": L.out_dim}
+                           for L in self.layers],
                 "group_sum": {"k": self.k, "tau": self.tau, "beta": self.beta},
                 "input": self.input.to_dict() if self.input else None}
 
@@ -263,18 +285,17 @@ class ImportedModel:
         pixel thresholds, so the circuit reads uint8 images."""
         n = self.n_inputs
         nodes = self.input.permutation() if self.input else np.arange(n, dtype=np.int64)
-        ops, aa, bb, nxt = [], [], [], n
+        ops, aa, bb = [], [], []
         for L in self.layers:
-            ops.append(L.ops)
-            aa.append(nodes[L.a])
-            bb.append(nodes[L.b])
-            nodes = nxt + np.arange(L.out_dim, dtype=np.int64)
-            nxt += L.out_dim
+            o, a, b, nodes = L.gates(nodes, n + len(ops))
+            ops += o
+            aa += a
+            bb += b
         info = {"imported": self.summary(), "classes": list(range(self.k))}
         if self.input:
             h, w, c = self.input.image_shape
             info.update(thresholds=self.input.pixel_thresholds(),
                         n_pixels=self.input.n_pixels, image_shape=[h, w, c])
-        return Circuit(n_inputs=n, ops=np.concatenate(ops), a=np.concatenate(aa),
-                       b=np.concatenate(bb), outputs=nodes, n_classes=self.k,
+        return Circuit(n_inputs=n, ops=np.array(ops, dtype=np.uint8), a=np.array(aa, np.int64),
+                       b=np.array(bb, np.int64), outputs=nodes, n_classes=self.k,
                        meta={**info, **(meta or {})})
