@@ -8,7 +8,7 @@ the spot; the fixtures in tests/logic/data/ let the tests without them read real
     PYTHONPATH=/tmp/peers python tests/logic/import_peers.py --out tests/logic/data
 
 writes ``difflogic_mnist.pt`` / ``torchlogix_mnist.pt`` / ``torchlogix_lut_mnist.pt`` (4- and
-6-input LUTs) (``torch.save(model)`` of the trained
+6-input LUTs) / ``torchlogix_conv_mnist.pt`` (``torch.save(model)`` of the trained
 ``nn.Sequential``) and ``*_reference.npz`` (the framework's own eval forward on the first
 MNIST test images, :func:`kairo.logic.write_reference`).
 """
@@ -120,6 +120,31 @@ def torchlogix_lut_model(x: np.ndarray, y: np.ndarray, steps: int = 300, seed: i
     return _train(model, values, y, steps, lr=lr, seed=seed)
 
 
+def torchlogix_conv_model(x: np.ndarray, y: np.ndarray, steps: int = 300, seed: int = 0,
+                          lr: float = 0.05):
+    """torchlogix's convolutions: FixedBinarization(0.5), LogicConv2d (6 kernels, trees of
+    depth 2 on 5×5 fields, stride 2, padding 1) → 13×13, OrPooling2d(2, 2) → 6×6, LogicConv2d
+    (12 kernels, warp, 3×3) → 4×4, OrPooling2d(2, 2, padding 1) → 3×3, Flatten, LogicDense
+    108 → 200, GroupSum(10, 10). Small enough to commit: the conv's index tensors list every
+    position."""
+    import torch
+    from torchlogix.layers import (FixedBinarization, GroupSum, LogicConv2d, LogicDense,
+                                   OrPooling2d)
+
+    torch.manual_seed(seed)
+    model = torch.nn.Sequential(
+        FixedBinarization(torch.tensor([0.5])),
+        LogicConv2d(in_dim=28, channels=1, num_kernels=6, tree_depth=2, receptive_field_size=5,
+                    stride=2, padding=1),
+        OrPooling2d(2, 2),
+        LogicConv2d(in_dim=6, channels=6, num_kernels=12, tree_depth=2, receptive_field_size=3,
+                    parametrization="warp"),
+        OrPooling2d(2, 2, 1), torch.nn.Flatten(),
+        LogicDense(108, 200), GroupSum(10, 10.0))
+    values = torch.from_numpy(np.array(x).reshape(-1, 1, 28, 28)).float().div(255)
+    return _train(model, values, y, steps, lr=lr, seed=seed)
+
+
 def import_torchlogix():
     """torchlogix as kairo imports it (torchlogix.circuit needs Python ≥ 3.12)."""
     from kairo.logic import framework_module
@@ -135,7 +160,7 @@ def main(argv=None) -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "data")
-    ap.add_argument("--models", default="difflogic,torchlogix,torchlogix_lut",
+    ap.add_argument("--models", default="difflogic,torchlogix,torchlogix_lut,torchlogix_conv",
                     help="which fixtures to write (retraining one changes its bytes)")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -145,7 +170,9 @@ def main(argv=None) -> int:
                        ("torchlogix", lambda: (import_torchlogix(),
                                                torchlogix_model(xtr, ytr))[1]),
                        ("torchlogix_lut", lambda: (import_torchlogix(),
-                                                   torchlogix_lut_model(xtr, ytr))[1])):
+                                                   torchlogix_lut_model(xtr, ytr))[1]),
+                       ("torchlogix_conv", lambda: (import_torchlogix(),
+                                                    torchlogix_conv_model(xtr, ytr))[1])):
         if name not in args.models.split(","):
             continue
         path = args.out / f"{name}_mnist.pt"

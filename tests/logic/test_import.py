@@ -256,7 +256,8 @@ def test_handwritten_torchlogix_schema(tmp_path):
 
 
 # ---------------------------------------------------------------------------- committed real files
-REAL = {"difflogic": {"thresholds": (0.5,)}, "torchlogix": None, "torchlogix_lut": None}
+REAL = {"difflogic": {"thresholds": (0.5,)}, "torchlogix": None, "torchlogix_lut": None,
+        "torchlogix_conv": None}
 
 
 @pytest.fixture(scope="module")
@@ -279,7 +280,8 @@ def test_real_model_equals_its_frameworks_stored_forward(name, mnist_test):
                    "samples": 100, "outputs_equal": True, "scores_equal": True}
     s, report = simplify(c)
     assert report["after"]["n_gates"] < report["before"]["n_gates"] == c.n_gates
-    assert (c.n_gates == model.n_gates) == (name != "torchlogix_lut")   # a LUT is many gates
+    # a wide LUT is several gates; pooling adds ORs
+    assert (c.n_gates == model.n_gates) == (name in ("difflogic", "torchlogix"))
     verify_import(s, model, reference=ref)
     # a classifier of the MNIST images, on the image contract kairo's back ends read
     x, y = mnist_test
@@ -511,9 +513,12 @@ def test_torchlogix_layers_kairo_cannot_import_are_named(tmp_path):
     tlx = _framework("torchlogix")
     for layer, needle in ((tlx.layers.LogicDense(8, 8, lut_rank=1, parametrization="warp"),
                            r"lut_rank 1 is not supported \(expected 2, 4, 6\)"),
-                          (tlx.layers.OrPooling2d(2, 2, 0),
-                           "holds a torchlogix.layers.pool.OrPooling2d, which kairo does not "
-                           "import")):
+                          (tlx.layers.OrPooling3d(2, 2, 0),
+                           "holds a torchlogix.layers.pool.OrPooling3d, which kairo does not "
+                           "import"),
+                          (tlx.layers.LogicConvTranspose2d(in_dim=4, num_kernels=2, tree_depth=2),
+                           "holds a torchlogix.layers.conv.LogicConvTranspose2d, which kairo "
+                           "does not import")):
         path = tmp_path / "m.pt"
         torch.save(torch.nn.Sequential(torch.nn.Flatten(), layer, tlx.layers.GroupSum(2)), path)
         with pytest.raises(DataError, match=needle):

@@ -199,14 +199,14 @@ def _pixel_stage(c: Circuit, w: int, nw: int, go: str) -> str:
     lanes = w // 8
     pb = max(1, (nw - 1).bit_length())
     th = spec.thresholds
-    lines = [f"// which load of the image the next din is; the load on the edge that takes a "
-             f"start is load 0",
+    lines = ["// which load of the image the next din is; the load on the edge that takes a "
+             "start is load 0",
              f"reg [{pb - 1}:0] pos;", f"initial pos = {pb}'d0;",
              f"wire [{pb - 1}:0] at = ({go}) ? {pb}'d0 : pos;",
              "always @(posedge clk)",
              f"    if (load) pos <= at == {pb}'d{nw - 1} ? {pb}'d0 : at + {pb}'d1;",
              f"    else if ({go}) pos <= {pb}'d0;",
-             f"// pixel j of a load is din[8j+7:8j]; c<j>_<k>: that pixel > threshold k"]
+             "// pixel j of a load is din[8j+7:8j]; c<j>_<k>: that pixel > threshold k"]
     for j, k in sorted({(p % lanes, k) for _, k, p in stored}):
         lines.append(f"wire c{j}_{k} = din[{8 * j + 7}:{8 * j}] > 8'd{th[k]};")
     slot = {}

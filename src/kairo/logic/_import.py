@@ -18,6 +18,8 @@ divided by τ). That is a kairo circuit, gate for gate. What the files hold:
   truth-table entry 2a + b is 1 where its weight > 0). Its ``GroupSum`` adds ``beta``.
   ``lut_rank`` 4 and 6 neurons (warp or light, [out, 2^k] weights, [k, out] indices) are
   k-input LUTs: each becomes a few two-input gates (:mod:`kairo.logic._luts`).
+- **torchlogix** ``LogicConv2d`` (a tree of LUTs per kernel, its receptive field listed at
+  every position) and ``OrPooling2d``, in whole-module files: :mod:`kairo.logic._import_conv`.
 
 Accepted files (all read with ``torch.load(weights_only=True)``: no code in them runs):
 
@@ -50,8 +52,10 @@ import numpy as np
 
 from kairo._errors import DataError, KairoError
 from kairo.logic._circuit import Circuit
-from kairo.logic._import_files import (_DL_GROUPSUM, _DL_LAYER, _FLATTEN, _SEQUENTIAL,
-                                       _TL_BIN, _TL_CONN, _TL_DENSE, _TL_GROUPSUM, _TL_PARAM,
+from kairo.logic._import_conv import ImportedConv, ImportedPool
+from kairo.logic._import_files import (_DL_GROUPSUM, _DL_LAYER, _FLATTEN, _PARAM_LIST,
+                                       _SEQUENTIAL, _TL_BIN, _TL_CONN, _TL_CONV, _TL_CONV_CONN,
+                                       _TL_DENSE, _TL_GROUPSUM, _TL_PARAM, _TL_POOL,
                                        _is_container, _pickled_globals, _torch_load,
                                        import_model, read_model)
 from kairo.logic._import_model import (_VERSION, BIT_ORDERS, CHANNEL_ORDERS, DIFFLOGIC_OPS,
@@ -137,9 +141,11 @@ def _real_classes(fw: str) -> dict:
     else:
         import importlib
 
-        for n in (_TL_DENSE, _TL_GROUPSUM, *_TL_PARAM, *_TL_CONN, *_TL_BIN):
+        for n in (_TL_DENSE, _TL_GROUPSUM, *_TL_PARAM, *_TL_CONN, *_TL_BIN, _TL_CONV,
+                  _TL_CONV_CONN, _TL_POOL):
             m, c = n.rsplit(".", 1)
             real[n] = getattr(importlib.import_module(m), c)
+        real[_PARAM_LIST] = torch.nn.ParameterList
     return real
 
 
@@ -238,6 +244,9 @@ def framework_forward(model: ImportedModel, x, *, batch: int = 256) -> dict:
                      else model.input.framework_bits(part))
             else:
                 h = torch.from_numpy(np.asarray(part, dtype=np.float32))
+            first = model.layers[0]
+            if isinstance(first, ImportedConv) and h.ndim == 2:    # bits → the conv's grid
+                h = h.reshape(len(h), *first.in_shape)
             for m in layers[:-1]:
                 h = m(h)
             scores.append(layers[-1](h).numpy())
@@ -386,6 +395,17 @@ def _overrides(cfg) -> dict:
             "channels": None if cfg.channels == "auto" else cfg.channels}
 
 
+def _label(L) -> str:
+    """A layer in the one-line summary: its outputs, and what they are when not plain gates."""
+    if isinstance(L, ImportedPool):
+        return "OR-pool " + "×".join(map(str, L.out_shape))
+    size = "×".join(map(str, L.out_shape)) if isinstance(L, ImportedConv) else str(L.out_dim)
+    what = [f"{L.rank}-input LUTs"] if L.rank != 2 else []
+    if isinstance(L, ImportedConv):
+        what.insert(0, f"conv trees of depth {len(L.tables)}")
+    return size + (f" ({', '.join(what)})" if what else "")
+
+
 def run_import(cfg, rd) -> str:
     """``kairo logic import``: read, make the circuit, simplify, verify, write."""
     from kairo.logic._data import circuit_images
@@ -448,13 +468,10 @@ def run_import(cfg, rd) -> str:
     circ.save(rd.path / "circuit.json")
     rd.add("circuit_raw.json")
     rd.add("circuit.json")
-    lay = " → ".join([str(model.n_inputs)] + [str(L.out_dim) + (f" ({L.rank}-input LUTs)"
-                                                                 if L.rank != 2 else "")
-                                               for L in model.layers])
+    lay = " → ".join([str(model.n_inputs)] + [_label(L) for L in model.layers])
     acc = (f"; test accuracy {res['test_accuracy_circuit']:.2%} on {res['n_test']} "
            f"{res['dataset']} test images" if "test_accuracy_circuit" in res else "")
-    luts = (f" ({model.n_gates} LUTs as two-input gates)"
-            if any(L.rank != 2 for L in model.layers) else "")
+    luts = f" for {model.n_gates} LUTs" if raw.n_gates != model.n_gates else ""
     return (f"imported {model.framework} {model.form} {cfg.model}: {lay}, GroupSum k="
             f"{model.k} τ={model.tau:g}{acc}\n"
             f"gates {raw.n_gates}{luts} → {circ.n_gates} after simplification, depth "

@@ -17,9 +17,10 @@ import numpy as np
 from kairo._errors import DataError, KairoError
 from kairo.logic._circuit import Circuit
 from kairo.logic._gates import TRUTH
+from kairo.logic._import_conv import ImportedConv, conv_from_state, pool_from_state
 from kairo.logic._import_model import (_VERSION, FRAMEWORKS, LAYOUT_FORMAT, PARAMETRIZATIONS,
-                                       ImportedLayer, ImportedModel, InputBinarization,
-                                       gate_ops)
+                                       ImportedLayer, ImportedModel, InputBinarization, _int,
+                                       _tensor, gate_ops)
 from kairo.logic._luts import LUT_RANKS, lut_tables
 
 __all__ = ["read_model", "import_model"]
@@ -38,12 +39,16 @@ _TL_CONN = {"torchlogix.connections.FixedDenseConnections": "fixed",
             "torchlogix.connections.LearnableDenseConnections": "learnable"}
 _TL_BIN = {f"torchlogix.layers.binarization.{c}Binarization": c.lower()
            for c in ("Fixed", "Soft", "Learnable", "Dummy")}
+_TL_CONV = "torchlogix.layers.conv.LogicConv2d"
+_TL_CONV_CONN = "torchlogix.connections.FixedConvConnections"
+_TL_POOL = "torchlogix.layers.pool.OrPooling2d"
+_PARAM_LIST = "torch.nn.modules.container.ParameterList"
 _KNOWN = {_FLATTEN, _SEQUENTIAL, _DL_LAYER, _DL_GROUPSUM, _TL_DENSE, _TL_GROUPSUM, *_TL_PARAM,
-          *_TL_CONN, *_TL_BIN}
+          *_TL_CONN, *_TL_BIN, _TL_CONV, _TL_CONV_CONN, _TL_POOL, _PARAM_LIST}
 _SUPPORTED = ("nn.Sequential models of difflogic LogicLayer + GroupSum, or of torchlogix "
-              "LogicDense (lut_rank 2, or 4 and 6 with warp or light weights) + GroupSum "
-              "after an optional torchlogix binarization, with nn.Flatten anywhere before the "
-              "first logic layer")
+              "LogicConv2d and OrPooling2d, nn.Flatten, LogicDense (lut_rank 2, or 4 and 6 "
+              "with warp or light weights) + GroupSum after an optional torchlogix "
+              "binarization")
 
 
 def _is_container(name: str) -> bool:
@@ -136,27 +141,12 @@ def _torch_load(path: Path, real: dict | None = None):
                         ) from None
 
 
-def _int(v, what: str, source: str, low: int = 1) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
-        raise DataError(f"{source}: {what} must be an integer ≥ {low}, got {v!r}")
-    return int(v)
-
-
 def _num(v, what: str, source: str, positive: bool = False) -> float:
     if (isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating))
             or not math.isfinite(v) or (positive and v <= 0)):
         raise DataError(f"{source}: {what} must be a {'positive ' if positive else ''}finite "
                         f"number, got {v!r}")
     return float(v) if isinstance(v, (float, np.floating)) else int(v)
-
-
-def _tensor(v, what: str, source: str):
-    import torch
-
-    if not isinstance(v, torch.Tensor):
-        raise DataError(f"{source}: {what} is missing (expected a tensor, found "
-                        f"{type(v).__name__ if v is not None else 'nothing'})")
-    return v.detach().cpu()
 
 
 def _indices(idx, in_dim: int, out_dim: int, what: str, source: str, rank: int = 2):
@@ -198,6 +188,15 @@ def _rank(v, where: str, source: str, param: str) -> int:
     return v
 
 
+def _tables(w, param: str, where: str) -> np.ndarray:
+    """uint64 truth tables of [n, width] weights, errors prefixed with ``where``."""
+    try:
+        return (TRUTH[gate_ops(w, param)].astype(np.uint64) if param == "raw"
+                else lut_tables(w, param))
+    except DataError as exc:
+        raise DataError(f"{where}: {exc}") from None
+
+
 def _layer(source: str, name: str, kind: str, param: str, in_dim, out_dim, weights, indices,
            cand_weights=None, rank: int = 2) -> ImportedLayer:
     """One logic layer from its tensors, every shape checked against its dims."""
@@ -232,11 +231,7 @@ def _layer(source: str, name: str, kind: str, param: str, in_dim, out_dim, weigh
                        f"{where}: chosen connections", source, rank)
         tensors.update(candidates=cand.to(torch.int64), connection_weights=cw)
     tensors["indices"] = idx
-    try:
-        tables = (TRUTH[gate_ops(w, param)].astype(np.uint64) if param == "raw"
-                  else lut_tables(w, param))
-    except DataError as exc:
-        raise DataError(f"{source}: {where}: {exc}") from None
+    tables = _tables(w, param, f"{source}: {where}")
     return ImportedLayer(name=name, kind=kind, parametrization=param, in_dim=in_dim,
                          out_dim=out_dim, inputs=idx.numpy().copy(), tables=tables,
                          tensors=tensors)
@@ -275,6 +270,51 @@ def _learnable_thresholds(b, where: str):
     return torch.cumsum(diffs, dim=-1)
 
 
+def _binarization(child, kind: str, st: dict, where: str) -> tuple[dict, dict | None]:
+    """(input spec, binarization) of a torchlogix binarization layer."""
+    if st.get("feature_dim", -2) != -2:
+        raise DataError(f"{where}: feature_dim {st.get('feature_dim')} is not supported "
+                        f"(torchlogix's default, -2, is)")
+    if kind == "dummy":
+        return {}, None
+    th = (_learnable_thresholds(child, where) if kind == "learnable"
+          else _tensor(_param(child, "thresholds"), "thresholds", where))
+    if th.ndim != 1:
+        raise DataError(f"{where}: per-feature or per-channel thresholds (shape "
+                        f"{tuple(th.shape)}) are not supported; one threshold "
+                        f"vector for all pixels is")
+    return ({"thresholds": [float(t) for t in th.tolist()], "bit_order": "pixel-major",
+             "channels": "first"}, {"class": kind, "thresholds": th.detach().clone()})
+
+
+def _tl_lut_layer(cname: str, child, cls: str, shape, source: str):
+    """A torchlogix LogicDense or LogicConv2d, and the (C, H, W) grid it leaves (None: flat)."""
+    where = f"{source}: layer {cname} ({cls})"
+    st = _module_state(child)
+    sub = dict(_children(child))
+    pname = _qualname(sub.get("parametrization")) if "parametrization" in sub else ""
+    conn = sub.get("connections")
+    cname_ = _qualname(conn) if conn is not None else ""
+    dense = cls == _TL_DENSE
+    if pname not in _TL_PARAM or cname_ not in (_TL_CONN if dense else (_TL_CONV_CONN,)):
+        raise DataError(f"{where}: expected a torchlogix LUT parametrization and "
+                        f"{'dense' if dense else 'fixed conv'} connections, found "
+                        f"{pname or 'none'} and {cname_ or 'none'}")
+    param = _TL_PARAM[pname]
+    rank = _rank(st.get("lut_rank"), f"layer {cname}", source, param)
+    if not dense:
+        conv = conv_from_state(cname, {**st, "lut_rank": rank}, sub, param, shape, source,
+                               _tables)
+        return conv, conv.out_shape
+    if shape is not None:
+        raise DataError(f"{where} reads a flat vector, but the layer before leaves a "
+                        f"{tuple(shape)} grid: put nn.Flatten() between them")
+    learn = _TL_CONN[cname_] == "learnable"
+    return _layer(source, cname, "torchlogix LogicDense", param, st.get("in_dim"),
+                  st.get("out_dim"), _param(child, "weight"), _param(conn, "indices"),
+                  _param(conn, "weights") if learn else None, rank), None
+
+
 def _from_module(obj, source: str):
     """(framework, layers, k, tau, beta, input, binarization) of a pickled nn.Sequential."""
     name = _qualname(obj)
@@ -284,6 +324,7 @@ def _from_module(obj, source: str):
     layers, k = [], None
     tau, beta, binar, inp = 1.0, 0.0, None, None
     frameworks = set()
+    shape = None                   # the (C, H, W) grid a conv or pooling layer leaves
     for cname, child in _children(obj):
         cls = _qualname(child)
         where = f"{source}: layer {cname} ({cls})"
@@ -295,51 +336,38 @@ def _from_module(obj, source: str):
             frameworks.add("torchlogix")
         st = _module_state(child)
         if cls == _FLATTEN:
-            if layers or (st.get("start_dim", 1), st.get("end_dim", -1)) != (1, -1):
-                raise DataError(f"{where}: only Flatten(1, -1) before the first logic layer "
-                                f"is supported")
+            if (layers and shape is None) or (st.get("start_dim", 1),
+                                              st.get("end_dim", -1)) != (1, -1):
+                raise DataError(f"{where}: only Flatten(1, -1), before the first logic layer "
+                                f"or after a convolution or pooling, is supported")
+            shape = None
+            if not layers:
+                shape = "flat"
         elif cls == _DL_LAYER:
             layers.append(_layer(source, cname, "difflogic LogicLayer", "raw", st.get("in_dim"),
                                  st.get("out_dim"), _param(child, "weights"),
                                  st.get("indices")))
-        elif cls == _TL_DENSE:
-            sub = dict(_children(child))
-            pname = _qualname(sub.get("parametrization")) if "parametrization" in sub else ""
-            conn = sub.get("connections")
-            cname_ = _qualname(conn) if conn is not None else ""
-            if pname not in _TL_PARAM or cname_ not in _TL_CONN:
-                raise DataError(f"{where}: expected a torchlogix LUT parametrization and dense "
-                                f"connections, found {pname or 'none'} and {cname_ or 'none'}")
-            learn = _TL_CONN[cname_] == "learnable"
-            rank = _rank(st.get("lut_rank"), f"layer {cname}", source, _TL_PARAM[pname])
-            layers.append(_layer(source, cname, "torchlogix LogicDense", _TL_PARAM[pname],
-                                 st.get("in_dim"), st.get("out_dim"), _param(child, "weight"),
-                                 _param(conn, "indices"),
-                                 _param(conn, "weights") if learn else None, rank))
+        elif cls in (_TL_DENSE, _TL_CONV):
+            if cls == _TL_CONV and (shape == "flat" or (layers and shape is None)):
+                raise DataError(f"{where}: a convolution after nn.Flatten() or a dense layer "
+                                f"reads no grid")
+            layer, shape = _tl_lut_layer(cname, child, cls, None if shape == "flat" else shape,
+                                         source)
+            layers.append(layer)
+        elif cls == _TL_POOL:
+            layers.append(pool_from_state(cname, st, None if shape == "flat" else shape,
+                                          source))
+            shape = layers[-1].out_shape
         elif cls in (_DL_GROUPSUM, _TL_GROUPSUM):
             k = _int(st.get("k"), "GroupSum k", where)
             tau = _num(st.get("tau", 1.0), "GroupSum tau", where, positive=True)
             beta = _num(st.get("beta", 0.0), "GroupSum beta", where) if cls == _TL_GROUPSUM \
                 else 0.0
         elif cls in _TL_BIN:
-            kind = _TL_BIN[cls]
             if layers or binar is not None or inp is not None:
                 raise DataError(f"{where}: one binarization, before the logic layers, is "
                                 f"supported")
-            if st.get("feature_dim", -2) != -2:
-                raise DataError(f"{where}: feature_dim {st.get('feature_dim')} is not supported "
-                                f"(torchlogix's default, -2, is)")
-            inp = {}
-            if kind != "dummy":
-                th = (_learnable_thresholds(child, where) if kind == "learnable"
-                      else _tensor(_param(child, "thresholds"), "thresholds", where))
-                if th.ndim != 1:
-                    raise DataError(f"{where}: per-feature or per-channel thresholds (shape "
-                                    f"{tuple(th.shape)}) are not supported; one threshold "
-                                    f"vector for all pixels is")
-                binar = {"class": kind, "thresholds": th.detach().clone()}
-                inp = {"thresholds": [float(t) for t in th.tolist()], "bit_order": "pixel-major",
-                       "channels": "first"}
+            inp, binar = _binarization(child, _TL_BIN[cls], st, where)
         elif _is_container(cls):
             raise DataError(f"{where}: nested containers are not supported; pass a flat "
                             f"nn.Sequential")
@@ -350,6 +378,13 @@ def _from_module(obj, source: str):
                                          if frameworks else
                                          f"holds no difflogic or torchlogix layer; kairo reads "
                                          f"{_SUPPORTED}"))
+    if layers and isinstance(layers[0], ImportedConv) and inp and inp.get("thresholds"):
+        c, h, w = layers[0].in_shape           # thresholds merged into the width
+        t = len(inp["thresholds"])
+        if w % t:
+            raise DataError(f"{source}: layer {layers[0].name} reads a width of {w}, which "
+                            f"{t} thresholds per pixel do not divide")
+        inp["image_shape"] = [h, w // t, c]
     return frameworks.pop(), layers, k, tau, beta, inp, binar
 
 

@@ -169,6 +169,21 @@ class InputBinarization:
 
 
 # ---------------------------------------------------------------------------- gates
+def _int(v, what: str, source: str, low: int = 1) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
+        raise DataError(f"{source}: {what} must be an integer ≥ {low}, got {v!r}")
+    return int(v)
+
+
+def _tensor(v, what: str, source: str):
+    import torch
+
+    if not isinstance(v, torch.Tensor):
+        raise DataError(f"{source}: {what} is missing (expected a tensor, found "
+                        f"{type(v).__name__ if v is not None else 'nothing'})")
+    return v.detach().cpu()
+
+
 def gate_ops(weights, parametrization: str = "raw") -> np.ndarray:
     """kairo op codes of the gates a framework's weights pick in its eval forward.
 
@@ -223,27 +238,46 @@ class ImportedLayer:
             raise KairoError(f"layer {self.name} holds {self.rank}-input LUTs, not gates")
         return _OP_OF_TRUTH[self.tables.astype(np.int64)]
 
+    @property
+    def n_luts(self) -> int:
+        return self.out_dim
+
+    def describe(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "parametrization": self.parametrization,
+                "lut_rank": self.rank, "in_dim": self.in_dim, "out_dim": self.out_dim}
+
+    @property
+    def out_shape(self) -> tuple[int, ...]:
+        return (self.out_dim,)
+
     def gates(self, nodes: np.ndarray, first: int) -> tuple[list, list, list, np.ndarray]:
         """(ops, a, b, out): the layer as two-input gates numbered from ``first``, reading the
-        node ids ``nodes`` of the layer before; ``out`` is each neuron's node. A two-input layer
-        is one gate per neuron; a LUT becomes :func:`~kairo.logic.lut_gates`' gates."""
-        src = nodes[self.inputs]
-        if self.rank == 2:
-            return (list(self.ops), list(src[0]), list(src[1]),
-                    first + np.arange(self.out_dim, dtype=np.int64))
-        ops, aa, bb, out = [], [], [], np.empty(self.out_dim, dtype=np.int64)
-        plans: dict[int, tuple] = {}
-        for g, t in enumerate(self.tables.tolist()):
-            if t not in plans:
-                plans[t] = lut_gates(t, self.rank)
-            body, o = plans[t]
-            slot = list(src[:, g]) + [first + len(ops) + i for i in range(len(body))]
-            for op, a, b in body:
-                ops.append(op)
-                aa.append(slot[a])
-                bb.append(slot[b])
-            out[g] = slot[o]
-        return ops, aa, bb, out
+        node ids ``nodes`` of the layer before; ``out`` is each neuron's node."""
+        return lut_nodes(self.tables, nodes[self.inputs], first)
+
+
+def lut_nodes(tables: np.ndarray, src: np.ndarray, first: int
+              ) -> tuple[list, list, list, np.ndarray]:
+    """(ops, a, b, out) of n LUTs: ``tables`` (n,) truth tables, ``src`` (rank, n) the node of
+    each LUT's inputs, gates numbered from ``first``. Two-input LUTs are one gate each; wider
+    ones become :func:`~kairo.logic.lut_gates`' gates (one plan per distinct table)."""
+    rank, n = src.shape
+    if rank == 2:
+        return (_OP_OF_TRUTH[tables.astype(np.int64)].tolist(), src[0].tolist(),
+                src[1].tolist(), first + np.arange(n, dtype=np.int64))
+    ops, aa, bb, out = [], [], [], np.empty(n, dtype=np.int64)
+    plans: dict[int, tuple] = {}
+    for g, t in enumerate(tables.tolist()):
+        if t not in plans:
+            plans[t] = lut_gates(t, rank)
+        body, o = plans[t]
+        slot = src[:, g].tolist() + [first + len(ops) + i for i in range(len(body))]
+        for op, a, b in body:
+            ops.append(op)
+            aa.append(slot[a])
+            bb.append(slot[b])
+        out[g] = slot[o]
+    return ops, aa, bb, out
 
 
 @dataclass(frozen=True, eq=False)
@@ -267,14 +301,13 @@ class ImportedModel:
 
     @property
     def n_gates(self) -> int:
-        return sum(L.out_dim for L in self.layers)
+        """The network's neurons (LUTs); a LUT of more than two inputs is several gates."""
+        return sum(L.n_luts for L in self.layers)
 
     def summary(self) -> dict:
         return {"framework": self.framework, "file": str(self.path), "sha256": self.sha256,
                 "form": self.form, "n_inputs": self.n_inputs, "n_gates": self.n_gates,
-                "layers": [{"name": L.name, "kind": L.kind, "parametrization": L.parametrization,
-                            "lut_rank": L.rank, "in_dim": L.in_dim, "out_dim": L.out_dim}
-                           for L in self.layers],
+                "layers": [L.describe() for L in self.layers],
                 "group_sum": {"k": self.k, "tau": self.tau, "beta": self.beta},
                 "input": self.input.to_dict() if self.input else None}
 
