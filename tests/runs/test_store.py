@@ -8,7 +8,6 @@ import json
 import multiprocessing as mp
 import sqlite3
 from dataclasses import dataclass
-from pathlib import Path
 
 import pandas as pd
 import pytest

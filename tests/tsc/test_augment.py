@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from kairo import ConfigError, DataError
-from kairo.tsc import ModelConfig, TrainConfig, augment, cut_mix, fit, from_arrays
+from kairo.tsc import ModelConfig, TrainConfig, TSData, augment, cut_mix, fit, from_arrays
 from kairo.tsc._augment import check_mask, is_active
 from kairo.tsc._recipe import SAM_AUTO_STEPS, TIME_WARP_AUTO
 

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from kairo._errors import DataError, KairoError
-from kairo.tsc._config import ModelConfig, TrainConfig, model_config, train_config
+from kairo.tsc._config import model_config, train_config
 
 
 __all__ = ["run_grid", "summarize", "cv_folds", "canonical_datasets", "ensemble_runs",
