@@ -13,12 +13,13 @@ from kairo._errors import ConfigError
 
 __all__ = ["LogicTrainConfig", "ExportConfig", "VerifyConfig", "FpgaConfig", "BenchConfig",
            "ImportConfig", "IMPORT_FRAMEWORKS",
-           "PAIRINGS", "WIRINGS", "GATE_MODES", "ENGINES", "EXPORT_FORMATS", "BACKENDS", "SIMULATORS",
+           "PAIRINGS", "WIRINGS", "GATE_MODES", "GATE_PARAMS", "ENGINES", "EXPORT_FORMATS", "BACKENDS", "SIMULATORS",
            "FPGA_TARGETS", "FPGA_ARCHS", "FPGA_INPUTS", "C_WIDTHS", "IMAGE_SIZE", "CONV_FIELDS"]
 
 PAIRINGS = ("random", "unique")              # fixed wirings
 WIRINGS = (*PAIRINGS, "learned")
 GATE_MODES = ("soft", "gumbel", "hard")
+GATE_PARAMS = ("softmax", "light")            # 16 logits per gate, or 4 (one per table entry)
 ENGINES = ("auto", "torch", "fused")          # how the torch layers compute (see _layers)
 EXPORT_FORMATS = ("json", "c", "verilog")
 BACKENDS = ("numpy", "c", "verilog")          # the circuit back ends verify compares
@@ -93,6 +94,10 @@ class LogicTrainConfig:
     gate_mode: str = option("soft", "soft (softmax mixture), gumbel (straight-through sampled "
                             "gates) or hard (the argmax circuit forward, softmax gradients)",
                             choices=GATE_MODES)
+    gate_param: str = option("softmax", "how a gate's function is learned: softmax (16 "
+                             "logits, one per gate; Petersen et al.) or light (4 logits, one "
+                             "per truth-table entry, each entry 1 with the sigmoid of its logit: "
+                             "Light DLGN, arXiv 2510.03250)", choices=GATE_PARAMS)
     gumbel_tau: float = option(1.0, "temperature of the Gumbel softmax (gate_mode gumbel)",
                                above=0)
     tau: float = option(10.0, "GroupSum temperature (class score = group sum / tau)", above=0)
@@ -156,6 +161,9 @@ class LogicTrainConfig:
         if not self.outputs and self.hidden % len(self.classes):
             raise ConfigError(f"class groups do not divide the outputs: hidden={self.hidden} "
                               f"neurons into {len(self.classes)} classes")
+        if self.gate_param == "light" and self.gate_mode == "gumbel":
+            raise ConfigError("gate_mode gumbel samples one of 16 gate logits; gate_param light "
+                              "has 4 per gate (use gate_mode soft or hard)")
         if self.rewire_every and self.wiring != "learned":
             raise ConfigError(f"rewire_every needs --wiring learned, got wiring={self.wiring}")
         if not self.val_fraction < 0.5:
@@ -216,6 +224,7 @@ class LogicTrainConfig:
                 "hidden": self.hidden, "layers": self.layers,
                 **({"outputs": self.outputs} if self.outputs else {}), "wiring": self.wiring,
                 **({"candidates": self.candidates} if self.wiring == "learned" else {}),
+                **({"gate_param": self.gate_param} if self.gate_param != "softmax" else {}),
                 "seed": self.seed, "kernels": self.kernels,
                 **{k: getattr(self, k) for k in CONV_FIELDS}}
 

@@ -29,8 +29,8 @@ import torch
 from torch import nn
 
 from kairo._errors import ConfigError, KairoError
-from kairo.logic._config import ENGINES, GATE_MODES, PAIRINGS, WIRINGS
-from kairo.logic._gates import COEFFS, N_GATES, PASS_A
+from kairo.logic._config import ENGINES, GATE_MODES, GATE_PARAMS, PAIRINGS, WIRINGS
+from kairo.logic._gates import COEFFS, N_GATES, PASS_A, TRUTH
 
 __all__ = ["LogicDense", "LogicConv2d", "OrPooling2d", "GroupSum", "Binarize", "pairings",
            "candidate_sets",
@@ -91,14 +91,38 @@ def _check_mode(mode: str) -> str:
     return mode
 
 
-def _init_weight(shape: tuple, residual_init: float, rng: np.random.Generator) -> nn.Parameter:
+# TABLE_BITS[op, i]: entry i = 2a + b of gate op's truth table (the light parametrization)
+TABLE_BITS = torch.tensor([[(int(t) >> i) & 1 for i in range(4)] for t in TRUTH],
+                          dtype=torch.float32)
+_OP_OF_TABLE = torch.zeros(16, dtype=torch.int64)
+_OP_OF_TABLE[torch.from_numpy(TRUTH.astype(np.int64))] = torch.arange(N_GATES)
+
+
+def _init_weight(shape: tuple, residual_init: float, rng: np.random.Generator,
+                 param: str = "softmax") -> nn.Parameter:
+    """Logits of ``shape`` gates: 16 per gate (softmax) or 4 (light: one per truth-table
+    entry). ``residual_init`` > 0 starts every gate as the pass-through A by that margin."""
     g = torch.Generator().manual_seed(int(rng.integers(2**31)))
+    width = 4 if param == "light" else N_GATES
     if residual_init > 0:
-        w = torch.zeros(*shape, N_GATES)
-        w[..., PASS_A] = residual_init
+        w = torch.zeros(*shape, width)
+        if param == "light":
+            w[...] = (TABLE_BITS[PASS_A] * 2 - 1) * residual_init
+        else:
+            w[..., PASS_A] = residual_init
     else:
-        w = torch.randn(*shape, N_GATES, generator=g)
+        w = torch.randn(*shape, width, generator=g)
     return nn.Parameter(w)
+
+
+def _light_probs(w: torch.Tensor, temperature: float) -> torch.Tensor:
+    """(..., 16) probabilities of the 16 gates, by op code, when entry i of the truth table is
+    1 with probability sigmoid(w_i / temperature), independently (Light DLGN). Its mixture
+    c = p @ COEFFS is the multilinear interpolation of the four entry probabilities."""
+    t = w if temperature == 1.0 else w / temperature
+    bits = TABLE_BITS.to(w.dtype)
+    logp = nn.functional.logsigmoid(t) @ bits.T + nn.functional.logsigmoid(-t) @ (1 - bits).T
+    return logp.exp()
 
 
 def _relaxed(w: torch.Tensor, mode: str, temperature: float, tau: float) -> torch.Tensor:
@@ -119,21 +143,59 @@ class _GateLayer(nn.Module):
 
     weight: nn.Parameter          # (..., 16)
 
-    def _setup(self, mode: str, tau: float, engine: str) -> None:
+    def _setup(self, mode: str, tau: float, engine: str, param: str = "softmax") -> None:
         _check_mode(mode)
         if tau <= 0:
             raise ConfigError(f"gumbel temperature must be > 0, got {tau}")
+        if param not in GATE_PARAMS:
+            raise ConfigError(f"gate parametrization must be one of {', '.join(GATE_PARAMS)}; "
+                              f"got {param!r}")
+        if param == "light" and mode == "gumbel":
+            raise ConfigError("gate mode gumbel samples one of 16 logits; the light "
+                              "parametrization has 4 (use soft or hard)")
         self.mode, self.tau, self.engine = mode, float(tau), _check_engine(engine)
+        self.param = param
         self.register_buffer("coeffs", torch.tensor(COEFFS, dtype=torch.float32))
+
+    def op_probs(self, *, temperature: float = 1.0) -> torch.Tensor:
+        """(..., 16): each gate's probability of each of the 16 functions, by op code: the
+        softmax of its logits, or (light) the product of its four entry probabilities."""
+        if self.param == "light":
+            return _light_probs(self.weight, temperature)
+        return torch.softmax(self.weight / temperature, dim=-1)
 
     def gate_probs(self, *, temperature: float = 1.0, fixed: bool = False,
                    mode: str | None = None) -> torch.Tensor:
         """(..., 16): the mixture used in training mode, one-hot in eval mode or when
         ``fixed``; ``temperature`` divides the logits, ``mode`` overrides the layer's."""
         if not self.training or fixed:
-            return nn.functional.one_hot(self.weight.argmax(-1), N_GATES).to(self.weight.dtype)
+            return nn.functional.one_hot(self._op_tensor(), N_GATES).to(self.weight.dtype)
         mode = _check_mode(mode) if mode is not None else self.mode
-        return _relaxed(self.weight, mode, temperature, self.tau)
+        if self.param == "softmax":
+            return _relaxed(self.weight, mode, temperature, self.tau)
+        if mode == "gumbel":
+            raise ConfigError("gate mode gumbel needs the softmax parametrization")
+        soft = _light_probs(self.weight, temperature)
+        if mode == "hard":                  # the discrete forward, the entries' gradients back
+            hard = nn.functional.one_hot(self._op_tensor(), N_GATES).to(soft.dtype)
+            return hard + soft - soft.detach()
+        return soft
+
+    def _op_tensor(self) -> torch.Tensor:
+        w = self.weight.detach()
+        if self.param == "light":           # entry i is 1 where its logit is > 0
+            table = ((w > 0).to(torch.int64) << torch.arange(4)).sum(-1)
+            return _OP_OF_TABLE.to(w.device)[table]
+        return w.argmax(-1)
+
+    def near_ties(self, tie: float) -> torch.Tensor:
+        """Per gate, whether its decision is within ``tie`` of another: the two largest
+        logits (softmax), or an entry's two outcomes, logits ±w apart (light)."""
+        w = self.weight.detach().reshape(-1, self.weight.shape[-1])
+        if self.param == "light":
+            return (2 * w.abs().min(-1).values) < tie
+        top = w.topk(2, dim=-1).values
+        return (top[:, 0] - top[:, 1]) < tie
 
     def gate_coeffs(self, dtype: torch.dtype, **gates) -> torch.Tensor:
         """(..., 4): the affine coefficients (c₀, c_a, c_b, c_ab) of every gate
@@ -141,8 +203,9 @@ class _GateLayer(nn.Module):
         return self.gate_probs(**gates).to(dtype) @ self.coeffs.to(dtype)
 
     def ops(self) -> np.ndarray:
-        """The discrete gate of every neuron (argmax of its logits)."""
-        return self.weight.detach().argmax(-1).cpu().numpy().astype(np.uint8)
+        """The discrete gate of every neuron (argmax of its logits; light: the truth table
+        of its positive entries)."""
+        return self._op_tensor().cpu().numpy().astype(np.uint8)
 
 
 def pairings(n_in: int, n_out: int, kind: str, rng: np.random.Generator
@@ -218,15 +281,20 @@ class LogicDense(_GateLayer):
         the argmax gate forward: training sees exactly the discrete circuit it will become;
         meant for fine-tuning a soft-trained network, resumed with ``--gate-mode hard``).
     engine : "auto", "torch" or "fused" (see the module docstring)
+    param : "softmax" (16 logits per gate) or "light" (4 logits per gate, one per truth-table
+        entry 2a + b, each entry 1 with the sigmoid of its logit; the mixture is their
+        multilinear interpolation, the circuit's gate the table of the positive logits).
+        ``residual_init`` then sets the entries of A to ±residual_init.
 
     ``forward(x, temperature=1.0, fixed=False, mode=None)``: see the module docstring.
     """
 
     def __init__(self, n_in: int, n_out: int, *, wiring: str = "unique", candidates: int = 8,
                  residual_init: float = 0.0, mode: str = "soft", tau: float = 1.0,
-                 seed: int | np.random.Generator = 0, engine: str = "auto"):
+                 seed: int | np.random.Generator = 0, engine: str = "auto",
+                 param: str = "softmax"):
         super().__init__()
-        self._setup(mode, tau, engine)
+        self._setup(mode, tau, engine, param)
         if wiring not in WIRINGS:
             raise ConfigError(f"wiring must be one of {', '.join(WIRINGS)}; got {wiring!r}")
         if isinstance(candidates, bool) or not isinstance(candidates, (int, np.integer)) \
@@ -245,7 +313,7 @@ class LogicDense(_GateLayer):
             a, b = pairings(n_in, n_out, wiring, rng)
             self.register_buffer("ia", torch.from_numpy(a))
             self.register_buffer("ib", torch.from_numpy(b))
-        self.weight = _init_weight((n_out,), residual_init, rng)
+        self.weight = _init_weight((n_out,), residual_init, rng, param)
         self._users: tuple = ((), None)         # (wiring key, CSR) for the fused backward
 
     @property
@@ -254,8 +322,9 @@ class LogicDense(_GateLayer):
 
     def extra_repr(self) -> str:
         k = f", candidates={self.ca.shape[1]}" if self.learned else ""
-        return (f"{self.n_in} → {self.n_out}, wiring={self.wiring}{k}, mode={self.mode}, "
-                f"engine={self.engine}")
+        light = ", param=light" if self.param == "light" else ""
+        return (f"{self.n_in} → {self.n_out}, wiring={self.wiring}{k}, mode={self.mode}"
+                f"{light}, engine={self.engine}")
 
     def sources(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(ia, ib): the input each gate reads as its a and b in the circuit (for learned
@@ -407,9 +476,9 @@ class LogicConv2d(_GateLayer):
                  depth: int = 3, stride: int = 1, padding: int = 1, groups: int = 1,
                  wiring: str = "unique", residual_init: float = 0.0, mode: str = "soft",
                  tau: float = 1.0, seed: int | np.random.Generator = 0,
-                 engine: str = "auto"):
+                 engine: str = "auto", param: str = "softmax"):
         super().__init__()
-        self._setup(mode, tau, engine)
+        self._setup(mode, tau, engine, param)
         for name, v, lo in (("in_channels", in_channels, 1), ("out_channels", out_channels, 1),
                             ("receptive", receptive, 1), ("depth", depth, 1),
                             ("stride", stride, 1), ("groups", groups, 1),
@@ -461,7 +530,7 @@ class LogicConv2d(_GateLayer):
             self.register_buffer("channels", torch.from_numpy(chans))      # (K, 2): ca, cb
             self.register_buffer("dy", torch.from_numpy(pos // receptive))  # (K, 2^depth)
             self.register_buffer("dx", torch.from_numpy(pos % receptive))
-        self.weight = _init_weight((out_channels, n_slots - 1), residual_init, rng)
+        self.weight = _init_weight((out_channels, n_slots - 1), residual_init, rng, param)
         self._index_cache: dict = {}
         self._argmax: tuple = ((), None)        # (logits key, sources) for learned wiring
 

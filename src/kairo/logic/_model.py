@@ -59,7 +59,8 @@ class LogicNet(nn.Module):
                                    groups=cfg.conv_groups,
                                    wiring=cfg.wiring,
                                    residual_init=cfg.residual_init, mode=cfg.gate_mode,
-                                   tau=cfg.gumbel_tau, seed=rng, engine=cfg.engine)
+                                   tau=cfg.gumbel_tau, seed=rng, engine=cfg.engine,
+                                   param=cfg.gate_param)
                 blocks += [conv, OrPooling2d(2, 2, engine=cfg.engine)]
                 c_in = c_out
             for m in blocks:
@@ -72,7 +73,8 @@ class LogicNet(nn.Module):
         self.logic = nn.Sequential(*[
             LogicDense(i, o, wiring=cfg.wiring, candidates=cfg.candidates,
                        residual_init=cfg.residual_init,
-                       mode=cfg.gate_mode, tau=cfg.gumbel_tau, seed=rng, engine=cfg.engine)
+                       mode=cfg.gate_mode, tau=cfg.gumbel_tau, seed=rng, engine=cfg.engine,
+                       param=cfg.gate_param)
             for i, o in zip(sizes[:-1], sizes[1:])])
         self.head = GroupSum(len(cfg.classes), cfg.tau)
         self.n_pixels = n_pixels
@@ -178,18 +180,18 @@ def raw_gates(model: LogicNet) -> int:
 
 def expected_gates(model: LogicNet, *, temperature: float = 1.0, fixed=()) -> torch.Tensor:
     """Differentiable count of the gates that stay gates in the circuit: per gate, the
-    probability (softmax of its logits at ``temperature``) of a function that is neither a
-    wire nor a constant, times its copies; layers in ``fixed`` count their argmax gates.
+    probability (its layer's ``op_probs`` at ``temperature``) of a function that is neither a
+    wire nor a constant, times its copies; layers in ``fixed`` count their discrete gates.
     The gate-budget penalty of :func:`kairo.logic.train` (``max_gates``)."""
     copies = _copies(model)
     free = torch.tensor(FREE_OPS)
     total = torch.zeros(())
     for i, layer in enumerate(model.gate_layers()):
-        w = layer.weight.reshape(-1, N_GATES)
         if i in fixed:
-            p = nn.functional.one_hot(w.argmax(-1), N_GATES).to(w.dtype)
+            p = nn.functional.one_hot(layer._op_tensor(), N_GATES).to(layer.weight.dtype)
         else:
-            p = torch.softmax(w / temperature, dim=-1)
+            p = layer.op_probs(temperature=temperature)
+        p = p.reshape(-1, N_GATES)
         total = total + copies.get(layer, 1) * (1 - p[:, free].sum(-1)).sum()
     return total
 
@@ -203,12 +205,12 @@ def layer_report(model: LogicNet, cfg: LogicTrainConfig, tie: float = 0.05) -> l
     copies = _copies(model)
     out = []
     for i, layer in enumerate(model.gate_layers()):
-        top = layer.weight.detach().reshape(-1, N_GATES).topk(2, dim=-1).values
+        ties = layer.near_ties(tie)
         ops = layer.ops().reshape(-1)
         out.append({"layer": names[layer], "gates": int(ops.size),
                     "copies": int(copies.get(layer, 1)),
                     "wires": int(np.isin(ops, WIRE_OPS).sum()),
-                    "near_tie_share": int(((top[:, 0] - top[:, 1]) < tie).sum()) / len(top),
+                    "near_tie_share": int(ties.sum()) / len(ties),
                     "fixed_from": int(cfg.fix_at[i]) if i < len(cfg.fix_at) else None})
     return out
 
