@@ -312,8 +312,9 @@ class ImportedModel:
                 "input": self.input.to_dict() if self.input else None}
 
     def circuit(self, meta: dict | None = None) -> Circuit:
-        """The network as a :class:`Circuit`: one gate per neuron, layer by layer, outputs the
-        last layer's neurons in ``k`` class groups. With an input binarization the inputs are
+        """The network as a :class:`Circuit`: layer by layer, one gate per two-input neuron
+        (wider LUTs several, convolutions every tree at every position, pooling ORs), outputs
+        the last layer's neurons in ``k`` class groups. With an input binarization the inputs are
         kairo's (threshold-major, (h, w, c) pixels) and ``meta["thresholds"]`` the integer
         pixel thresholds, so the circuit reads uint8 images."""
         n = self.n_inputs
