@@ -141,7 +141,7 @@ def _relaxed(w: torch.Tensor, mode: str, temperature: float, tau: float) -> torc
 class _GateLayer(nn.Module):
     """What dense and convolutional gate layers share: logits → mixture, modes, ops."""
 
-    weight: nn.Parameter          # (..., 16)
+    weight: nn.Parameter          # (..., 16) logits, or (..., 4) with param "light"
 
     def _setup(self, mode: str, tau: float, engine: str, param: str = "softmax") -> None:
         _check_mode(mode)
@@ -184,7 +184,7 @@ class _GateLayer(nn.Module):
     def _op_tensor(self) -> torch.Tensor:
         w = self.weight.detach()
         if self.param == "light":           # entry i is 1 where its logit is > 0
-            table = ((w > 0).to(torch.int64) << torch.arange(4)).sum(-1)
+            table = ((w > 0).to(torch.int64) << torch.arange(4, device=w.device)).sum(-1)
             return _OP_OF_TABLE.to(w.device)[table]
         return w.argmax(-1)
 
