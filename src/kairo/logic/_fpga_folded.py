@@ -25,7 +25,8 @@ data. The top module ``kairo_top``::
     input  start             // classify the image loaded since the last start
     output [CW-1:0] cls      // first class with the most votes, held until the next result
     output valid             // high for exactly one cycle with each new cls
-    output ready             // loads and starts are taken only while ready is high
+    output ready             // loads and starts are taken only while ready is high:
+                             // never before a whole program has been written
 
 Program words are loaded ``ceil(word_bits / io_bits)`` loads each, the low bits first, word 0
 first; prog low resets the program address to word 0. With prog low, loads and ``start``
@@ -340,7 +341,8 @@ reg pwe;                            // write the assembled word on this edge
 /* verilator lint_off UNUSEDSIGNAL */
 reg [{ch * w - 1}:0] psr;
 /* verilator lint_on UNUSEDSIGNAL */
-initial begin pk = {kb}'d0; pwa = {pa}'d0; pwe = 1'b0; end
+reg loaded;                         // all {n} words written since the last program began
+initial begin pk = {kb}'d0; pwa = {pa}'d0; pwe = 1'b0; loaded = 1'b0; end
 always @(posedge clk) begin
     if (prog && load) psr <= {sr};
     pwe <= prog && load && pk == {kb}'d{ch - 1};
@@ -348,6 +350,8 @@ always @(posedge clk) begin
     else if (load) pk <= pk == {kb}'d{ch - 1} ? {kb}'d0 : pk + {kb}'d1;
     if (pwe) pwa <= pwa + {pa}'d1;
     else if (!prog) pwa <= {pa}'d0;
+    if (pwe && pwa == {pa}'d{n - 1}) loaded <= 1'b1;
+    else if (prog && load && !pwe && pk == {kb}'d0 && pwa == {pa}'d0) loaded <= 1'b0;
 end
 
 reg busy;                           // from the edge that takes start until valid
@@ -356,7 +360,7 @@ reg v1, v2;                         // an instruction in stage 1 (operands read)
 reg [{pa}:0] wa;                     // the instruction in stage 2
 reg fin;                            // the last value was written: the counts are final
 initial begin busy = 1'b0; v1 = 1'b0; v2 = 1'b0; fin = 1'b0; valid = 1'b0; end
-assign ready = !busy && !prog && !pwe;
+assign ready = loaded && !busy && !prog && !pwe;
 wire take = start && ready;
 wire issue = busy && pc < {pa + 1}'d{n};
 

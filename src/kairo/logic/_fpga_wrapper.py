@@ -411,15 +411,18 @@ def _schedule(x: np.ndarray, io_bits: int, pipeline: int, interval: int = 0) -> 
 
 def _folded_schedule(words: list[int], word_bits: int, x: np.ndarray, io_bits: int,
                      busy: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per-cycle {prog, start, load, din} for the folded architecture: the program, then
-    each image's loads and its start, ``busy`` cycles while it runs (with a stray load and a
-    stray start in them, which the design must ignore) and 0–2 idle cycles; and the cycles
-    of the starts taken."""
+    """Per-cycle {prog, start, load, din} for the folded architecture: a stray load and
+    start before any program (which the design must ignore: it has nothing to run), the
+    program, then each image's loads and its start, ``busy`` cycles while it runs (with a
+    stray load and a stray start in them, ignored too) and 0–2 idle cycles; and the cycles of
+    the starts taken."""
     w, (n, m) = io_bits, x.shape
     nw, ch = -(-m // w), -(-word_bits // w)
     pad = np.zeros((n, nw * w), dtype=np.uint8)
     pad[:, :m] = x != 0
-    rows = []
+    junk = np.ones(w, dtype=np.uint8)
+    rows = [np.concatenate([[0, 0, 1], junk]), np.concatenate([[0, 1, 0], junk]),
+            np.concatenate([[0, 0, 0], junk])]
     lsb = np.arange(ch * w, dtype=object)
     for word in words:
         bits = np.array([(int(word) >> int(i)) & 1 for i in lsb], dtype=np.uint8)
@@ -427,7 +430,7 @@ def _folded_schedule(words: list[int], word_bits: int, x: np.ndarray, io_bits: i
             rows.append(np.concatenate([[1, 0, 1], bits[j * w:(j + 1) * w][::-1]]))
     zero = np.zeros(w, dtype=np.uint8)
     rows += [np.concatenate([[0, 0, 0], zero])] * 2
-    junk, taken = np.ones(w, dtype=np.uint8), []
+    taken = []
     for i in range(n):
         for j in range(nw):
             rows.append(np.concatenate([[0, 0, 1], pad[i, j * w:(j + 1) * w][::-1]]))
