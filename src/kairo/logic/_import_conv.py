@@ -19,7 +19,7 @@ How torchlogix computes them in its eval forward (``layers/conv.py``, ``connecti
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -32,8 +32,23 @@ _FALSE = int(_OP_OF_TRUTH[0])
 _OR = int(_OP_OF_TRUTH[0b1110])
 
 
+class _GridLayer:
+    """A layer between (C, H, W) grids of bits: its flat input and output sizes."""
+
+    in_shape: tuple[int, int, int]
+    out_shape: tuple[int, int, int]
+
+    @property
+    def in_dim(self) -> int:
+        return int(np.prod(self.in_shape))
+
+    @property
+    def out_dim(self) -> int:
+        return int(np.prod(self.out_shape))
+
+
 @dataclass(frozen=True, eq=False)
-class ImportedConv:
+class ImportedConv(_GridLayer):
     """A torchlogix ``LogicConv2d``: K kernels, each a tree of ``depth`` levels of LUTs of
     ``rank`` inputs, slid over a (C, H, W) grid of bits."""
 
@@ -46,19 +61,10 @@ class ImportedConv:
     leaves: np.ndarray                   # (rank, K, P, S, 3): (h, w, c) of the padded grid
     links: tuple                         # level l ≥ 1: (rank, n_l) indices into level l − 1
     tables: tuple                        # level l: (n_l, K) uint64 truth tables
-    tensors: dict = field(default_factory=dict, repr=False)
 
     @property
     def rank(self) -> int:
         return int(self.leaves.shape[0])
-
-    @property
-    def in_dim(self) -> int:
-        return int(np.prod(self.in_shape))
-
-    @property
-    def out_dim(self) -> int:
-        return int(np.prod(self.out_shape))
 
     @property
     def n_luts(self) -> int:
@@ -106,7 +112,7 @@ class ImportedConv:
 
 
 @dataclass(frozen=True, eq=False)
-class ImportedPool:
+class ImportedPool(_GridLayer):
     """A torchlogix ``OrPooling2d``: the OR of each window of a (C, H, W) grid."""
 
     name: str
@@ -121,14 +127,6 @@ class ImportedPool:
         c, h, w = self.in_shape
         return (c, *((d + 2 * p - k) // s + 1 for d, k, s, p in
                      zip((h, w), self.kernel, self.stride, self.padding)))
-
-    @property
-    def in_dim(self) -> int:
-        return int(np.prod(self.in_shape))
-
-    @property
-    def out_dim(self) -> int:
-        return int(np.prod(self.out_shape))
 
     n_luts = 0
 
@@ -261,4 +259,4 @@ def conv_from_state(name: str, st: dict, sub: dict, param: str, in_shape, source
         n_prev = n_l
     return ImportedConv(name, "torchlogix LogicConv2d", param, shape, pad,
                         (kernels, *out_hw), leaves.numpy().astype(np.int64), tuple(links),
-                        tuple(tables), {"state": dict(st)})
+                        tuple(tables))

@@ -246,10 +246,6 @@ class ImportedLayer:
         return {"name": self.name, "kind": self.kind, "parametrization": self.parametrization,
                 "lut_rank": self.rank, "in_dim": self.in_dim, "out_dim": self.out_dim}
 
-    @property
-    def out_shape(self) -> tuple[int, ...]:
-        return (self.out_dim,)
-
     def gates(self, nodes: np.ndarray, first: int) -> tuple[list, list, list, np.ndarray]:
         """(ops, a, b, out): the layer as two-input gates numbered from ``first``, reading the
         node ids ``nodes`` of the layer before; ``out`` is each neuron's node."""
