@@ -58,19 +58,16 @@ def lut_tables(weights, parametrization: str) -> np.ndarray:
         n = int(torch.isnan(w).any(1).nonzero()[0, 0])
         raise DataError(f"gate {n}: its weights are NaN (a diverged model?)")
     table = torch.zeros(w.shape[0], dtype=torch.int64)
-    one = torch.ones(w.shape[0], dtype=w.dtype)
+    # basis[c, i] = Π_{j ∈ i} X_j at input combination c: ±1, exact in any float dtype
+    bits = (np.arange(width)[:, None] >> np.arange(k - 1, -1, -1)) & 1        # [c or i, j]
+    basis = np.prod(np.where(bits[None, :, :] == 1, 1 - 2 * bits[:, None, :], 1), axis=2)
     for c in range(width):
         if parametrization == "light":
             bit = w[:, c] > 0
         else:
-            signs = [one * (1 - 2 * ((c >> (k - 1 - j)) & 1)) for j in range(k)]
-            s = w[:, 0] * (signs[0] * 0 + 1)
-            for i in range(1, width):
-                term = None
-                for j in range(k):
-                    if (i >> (k - 1 - j)) & 1:
-                        term = signs[j] if term is None else term * signs[j]
-                s = s + w[:, i] * term
+            s = w[:, 0] * float(basis[c, 0])
+            for i in range(1, width):                    # left to right, as torchlogix sums
+                s = s + w[:, i] * float(basis[c, i])
             bit = (-s) > 0
         table |= bit.to(torch.int64) << c
     return table.numpy().astype(np.uint64)
