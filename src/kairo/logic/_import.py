@@ -179,9 +179,12 @@ def _framework_net(model: ImportedModel):
             if model.framework == "difflogic" and isinstance(m, mod.LogicLayer):
                 m.implementation, m.device = "python", "cpu"      # its CPU forward
     else:
-        layers = [torch.nn.Flatten()]
+        layers = []
         with torch.random.fork_rng(devices=[]):    # the constructors draw wiring: not from ours
             for L in model.layers:
+                if isinstance(L, ImportedLayer) and not (layers and isinstance(layers[-1],
+                                                                               torch.nn.Flatten)):
+                    layers.append(torch.nn.Flatten())    # torchlogix's order: (C, H, W)
                 layers.append(_framework_layer(mod, model.framework, L))
         if model.framework == "difflogic":
             layers.append(mod.GroupSum(model.k, model.tau, device="cpu"))
@@ -194,8 +197,12 @@ def _framework_net(model: ImportedModel):
     return layers
 
 
-def _framework_layer(mod, framework: str, L: ImportedLayer):
+def _framework_layer(mod, framework: str, L):
     """The framework's own layer for ``L``, holding the file's tensors."""
+    if isinstance(L, ImportedPool):
+        return mod.layers.OrPooling2d(L.kernel, L.stride, L.padding)
+    if isinstance(L, ImportedConv):
+        return _framework_conv(mod, L)
     w, idx = L.tensors["weights"], L.tensors["indices"]
     try:
         if framework == "difflogic":
@@ -220,6 +227,20 @@ def _framework_layer(mod, framework: str, L: ImportedLayer):
     except (AssertionError, ValueError, RuntimeError, TypeError) as exc:
         raise KairoError(f"{framework} cannot build layer {L.name} ({L.in_dim} → {L.out_dim}): "
                          f"{type(exc).__name__}: {exc}") from None
+
+
+def _framework_conv(mod, L: ImportedConv):
+    c, h, w = L.in_shape
+    try:
+        m = mod.layers.LogicConv2d(in_dim=(h, w), channels=c, num_kernels=L.out_shape[0],
+                                   tree_depth=len(L.tables), receptive_field_size=L.receptive_field,
+                                   stride=L.stride, padding=L.padding, lut_rank=L.rank,
+                                   parametrization=L.parametrization)
+        m.load_state_dict(L.tensors)
+        return m
+    except (AssertionError, ValueError, RuntimeError, TypeError) as exc:
+        raise KairoError(f"torchlogix cannot build layer {L.name} (LogicConv2d "
+                         f"{L.in_shape} → {L.out_shape}): {type(exc).__name__}: {exc}") from None
 
 
 def framework_forward(model: ImportedModel, x, *, batch: int = 256) -> dict:

@@ -26,7 +26,12 @@ import numpy as np
 from kairo._errors import DataError
 from kairo.logic._import_model import _OP_OF_TRUTH, _int, _tensor, lut_nodes
 
-__all__ = ["ImportedConv", "ImportedPool"]
+__all__ = ["ImportedConv", "ImportedPool", "LAYER_KINDS"]
+
+# a layout's layer kinds; conv and pool take torchlogix's constructor arguments by name
+LAYER_KINDS = ("dense", "conv", "pool")
+_CONV_FIELDS = ("in_dim", "channels", "num_kernels", "tree_depth", "receptive_field_size",
+                "stride", "padding", "lut_rank")
 
 _FALSE = int(_OP_OF_TRUTH[0])
 _OR = int(_OP_OF_TRUTH[0b1110])
@@ -61,6 +66,9 @@ class ImportedConv(_GridLayer):
     leaves: np.ndarray                   # (rank, K, P, S, 3): (h, w, c) of the padded grid
     links: tuple                         # level l ≥ 1: (rank, n_l) indices into level l − 1
     tables: tuple                        # level l: (n_l, K) uint64 truth tables
+    receptive_field: tuple[int, int]
+    stride: int
+    tensors: dict                        # the layer's state dict, to rebuild torchlogix's layer
 
     @property
     def rank(self) -> int:
@@ -74,6 +82,7 @@ class ImportedConv(_GridLayer):
     def describe(self) -> dict:
         return {"name": self.name, "kind": self.kind, "parametrization": self.parametrization,
                 "lut_rank": self.rank, "in_shape": list(self.in_shape),
+                "receptive_field_size": list(self.receptive_field), "stride": self.stride,
                 "padding": self.padding, "out_shape": list(self.out_shape),
                 "tree_depth": len(self.tables), "in_dim": self.in_dim, "out_dim": self.out_dim}
 
@@ -190,12 +199,14 @@ def pool_from_state(name: str, st: dict, in_shape, source: str) -> ImportedPool:
     return pool
 
 
-def conv_from_state(name: str, st: dict, sub: dict, param: str, in_shape, source: str,
+def conv_from_state(name: str, st: dict, tensors: dict, param: str, in_shape, source: str,
                     tables_of) -> ImportedConv:
-    """A ``LogicConv2d`` from its pickled attributes and children (``sub``: parametrization,
-    connections, tree_weights), every tensor checked against the layer's dims; ``in_shape``
-    the (C, H, W) grid of the layer before, or None for the first layer. ``tables_of(w,
-    param, what)``: the truth tables of a [n, width] weight tensor."""
+    """A ``LogicConv2d`` from its attributes (torchlogix's constructor arguments: in_dim,
+    channels, num_kernels, tree_depth, receptive_field_size, stride, padding, lut_rank) and its
+    tensors (``tensors``: the layer's state dict, keys ``connections._indices_L{l}`` and
+    ``tree_weights.{l}``), every tensor checked against the layer's dims; ``in_shape`` the
+    (C, H, W) grid of the layer before, or None for the first layer. ``tables_of(w, param,
+    what)``: the truth tables of a [n, width] weight tensor."""
     import torch
 
     where = f"layer {name} (torchlogix LogicConv2d)"
@@ -214,15 +225,18 @@ def conv_from_state(name: str, st: dict, sub: dict, param: str, in_shape, source
         raise DataError(f"{source}: {where}: in_dim and receptive_field_size must be (h, w) "
                         f"pairs, got {dims!r} and {rf!r}")
     h, w = (_int(v, f"{where}: in_dim", source) for v in dims)
+    rf = tuple(_int(v, f"{where}: receptive_field_size", source) for v in rf)
     shape = (chans, h, w)
     if in_shape is not None and tuple(in_shape) != shape:
         raise DataError(f"{source}: {where} reads a (channels, h, w) = {shape} grid, but the "
                         f"layer before gives {tuple(in_shape)}")
     out_hw = [(d + 2 * pad - r) // stride + 1 for d, r in zip((h, w), rf)]
+    if min(out_hw) < 1:
+        raise DataError(f"{source}: {where}: a {rf} receptive field does not fit the "
+                        f"{h}×{w} grid padded by {pad}")
     n_pos, n_leaf = out_hw[0] * out_hw[1], rank ** (depth - 1)
-    conn = sub.get("connections")
-    bufs = (vars(conn).get("_buffers") or {}) if conn is not None else {}
-    leaves = _tensor(bufs.get("_indices_L0"), f"{where}: connections._indices_L0", source)
+    leaves = _tensor(tensors.get("connections._indices_L0"),
+                     f"{where}: connections._indices_L0", source)
     want = (rank, kernels, n_pos, n_leaf, 3)
     if tuple(leaves.shape) != want or leaves.is_floating_point():
         raise DataError(f"{source}: {where}: connections._indices_L0 has shape "
@@ -234,21 +248,21 @@ def conv_from_state(name: str, st: dict, sub: dict, param: str, in_shape, source
         raise DataError(f"{source}: {where}: leaf {bad[:4]} reads (h, w, c) = "
                         f"{leaves[tuple(bad[:4])].tolist()} outside the padded "
                         f"{h + 2 * pad}×{w + 2 * pad}×{chans} grid")
-    tw = vars(sub["tree_weights"]).get("_parameters", {}) if "tree_weights" in sub else {}
     links, tables, n_prev = [], [], n_leaf
+    kept = {"connections._indices_L0": leaves}
     width = 16 if param == "raw" else 1 << rank
     for lv in range(depth):
         n_l = n_leaf // rank ** lv
         if lv:
-            link = _tensor(bufs.get(f"_indices_L{lv}"), f"{where}: connections._indices_L{lv}",
-                           source)
+            key = f"connections._indices_L{lv}"
+            link = _tensor(tensors.get(key), f"{where}: {key}", source)
             if (tuple(link.shape) != (rank, n_l) or link.is_floating_point()
                     or bool(((link < 0) | (link >= n_prev)).any())):
-                raise DataError(f"{source}: {where}: connections._indices_L{lv} must be "
-                                f"integers ({rank}, {n_l}) in 0…{n_prev - 1}, got "
-                                f"{tuple(link.shape)} {link.dtype}")
+                raise DataError(f"{source}: {where}: {key} must be integers ({rank}, {n_l}) in "
+                                f"0…{n_prev - 1}, got {tuple(link.shape)} {link.dtype}")
             links.append(link.numpy().astype(np.int64))
-        wt = _tensor(tw.get(str(lv)), f"{where}: tree_weights.{lv}", source)
+            kept[key] = link
+        wt = _tensor(tensors.get(f"tree_weights.{lv}"), f"{where}: tree_weights.{lv}", source)
         if tuple(wt.shape) != (n_l, kernels, width) or not wt.is_floating_point():
             raise DataError(f"{source}: {where}: tree_weights.{lv} has shape "
                             f"{tuple(wt.shape)} ({wt.dtype}); expected float ({n_l}, "
@@ -256,7 +270,23 @@ def conv_from_state(name: str, st: dict, sub: dict, param: str, in_shape, source
                             f"{param} weights")
         tables.append(tables_of(wt.reshape(-1, width), param,   # row s·K + k: LUT s, kernel k
                                 f"{source}: {where}: tree_weights.{lv}").reshape(n_l, kernels))
+        kept[f"tree_weights.{lv}"] = wt
         n_prev = n_l
     return ImportedConv(name, "torchlogix LogicConv2d", param, shape, pad,
                         (kernels, *out_hw), leaves.numpy().astype(np.int64), tuple(links),
-                        tuple(tables))
+                        tuple(tables), rf, stride, kept)
+
+
+def grid_layer_from_layout(i: int, entry: dict, sd: dict, in_shape, source: str, tables_of):
+    """Layer ``i`` of a layout, of kind conv (its tensors the state dict's ``<key>.…``) or
+    pool, reading the (C, H, W) grid ``in_shape`` (None: the layout's first layer)."""
+    if entry["kind"] == "pool":
+        return pool_from_state(str(entry.get("key", f"layers[{i}]")), entry, in_shape, source)
+    key = str(entry["key"])
+    st = {f: entry[f] for f in _CONV_FIELDS if f in entry}
+    for f, default in (("in_dim", None), ("receptive_field_size", 2)):  # torchlogix's _pair
+        v = st.get(f, default)
+        st[f] = (v, v) if isinstance(v, int) and not isinstance(v, bool) else v
+    tensors = {k[len(key) + 1:]: v for k, v in sd.items() if k.startswith(key + ".")}
+    return conv_from_state(key, st, tensors, entry.get("parametrization", "raw"), in_shape,
+                           source, tables_of)

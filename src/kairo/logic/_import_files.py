@@ -17,7 +17,8 @@ import numpy as np
 from kairo._errors import DataError, KairoError
 from kairo.logic._circuit import Circuit
 from kairo.logic._gates import TRUTH
-from kairo.logic._import_conv import ImportedConv, conv_from_state, pool_from_state
+from kairo.logic._import_conv import (LAYER_KINDS, ImportedConv, conv_from_state,
+                                      grid_layer_from_layout, pool_from_state)
 from kairo.logic._import_model import (_VERSION, FRAMEWORKS, LAYOUT_FORMAT, PARAMETRIZATIONS,
                                        ImportedLayer, ImportedModel, InputBinarization, _int,
                                        _tensor, gate_ops)
@@ -303,7 +304,11 @@ def _tl_lut_layer(cname: str, child, cls: str, shape, source: str):
     param = _TL_PARAM[pname]
     rank = _rank(st.get("lut_rank"), f"layer {cname}", source, param)
     if not dense:
-        conv = conv_from_state(cname, {**st, "lut_rank": rank}, sub, param, shape, source,
+        bufs = (vars(conn).get("_buffers") or {})
+        tw = (vars(sub["tree_weights"]).get("_parameters") or {}) if "tree_weights" in sub else {}
+        tensors = {**{f"connections.{k}": v for k, v in bufs.items()},
+                   **{f"tree_weights.{k}": v for k, v in tw.items()}}
+        conv = conv_from_state(cname, {**st, "lut_rank": rank}, tensors, param, shape, source,
                                _tables)
         return conv, conv.out_shape
     if shape is not None:
@@ -378,14 +383,26 @@ def _from_module(obj, source: str):
                                          if frameworks else
                                          f"holds no difflogic or torchlogix layer; kairo reads "
                                          f"{_SUPPORTED}"))
-    if layers and isinstance(layers[0], ImportedConv) and inp and inp.get("thresholds"):
-        c, h, w = layers[0].in_shape           # thresholds merged into the width
-        t = len(inp["thresholds"])
-        if w % t:
-            raise DataError(f"{source}: layer {layers[0].name} reads a width of {w}, which "
-                            f"{t} thresholds per pixel do not divide")
-        inp["image_shape"] = [h, w // t, c]
+    if layers and isinstance(layers[0], ImportedConv) and inp:
+        inp = _conv_image_shape(layers[0], inp, source)
     return frameworks.pop(), layers, k, tau, beta, inp, binar
+
+
+def _conv_image_shape(conv: ImportedConv, inp: dict, source: str) -> dict:
+    """``inp`` with the image shape a first convolution reads: torchlogix merges the
+    thresholds into the width, so its (C, H, W) grid is H × (W·T) × C."""
+    if not inp.get("thresholds") or isinstance(inp["thresholds"], str):
+        return inp
+    c, h, w = conv.in_shape
+    t = len(inp["thresholds"])
+    if w % t:
+        raise DataError(f"{source}: layer {conv.name} reads a width of {w}, which {t} "
+                        f"thresholds per pixel do not divide")
+    if inp.get("image_shape") not in (None, [h, w // t, c], (h, w // t, c)):
+        raise DataError(f"{source}: input image_shape {inp['image_shape']} disagrees with "
+                        f"layer {conv.name}, which reads {h} × {w // t} pixels × {c} channels "
+                        f"({t} thresholds merged into the width)")
+    return {**inp, "image_shape": [h, w // t, c]}
 
 
 def _check_layout(lay, source: str) -> dict:
@@ -403,12 +420,22 @@ def _check_layout(lay, source: str) -> dict:
     layers = lay.get("layers")
     if not isinstance(layers, list) or not layers or not all(isinstance(L, dict) for L in layers):
         raise DataError(f"{source}: field 'layers' must be a non-empty list of objects "
-                        f"({{\"key\", \"in_dim\", \"out_dim\"}} per logic layer)")
+                        f"({{\"key\", \"in_dim\", \"out_dim\"}} per dense layer)")
     for i, L in enumerate(layers):
+        kind = L.setdefault("kind", "dense")
+        if kind not in LAYER_KINDS or (kind != "dense" and lay["framework"] != "torchlogix"):
+            raise DataError(f"{source}: layers[{i}].kind must be "
+                            + ("dense for difflogic" if lay["framework"] == "difflogic" else
+                               f"one of {', '.join(LAYER_KINDS)}") + f", got {kind!r}")
+        if kind != "dense" and any(E.get("kind", "dense") == "dense" for E in layers[:i]):
+            raise DataError(f"{source}: layers[{i}] ({kind}) comes after a dense layer, which "
+                            f"leaves no grid")
+        if kind == "pool":
+            continue
         if not isinstance(L.get("key"), (str, int)) or isinstance(L.get("key"), bool):
             raise DataError(f"{source}: layers[{i}].key must name the layer's state_dict prefix "
                             f"(e.g. \"1\" for 1.weights), got {L.get('key')!r}")
-        for d in ("in_dim", "out_dim"):
+        for d in ("in_dim", "out_dim") if kind == "dense" else ():
             _int(L.get(d), f"layers[{i}].{d}", source)
         p = L.get("parametrization", "raw")
         if p not in PARAMETRIZATIONS or (lay["framework"] == "difflogic" and p != "raw"):
@@ -440,9 +467,15 @@ def _from_state_dict(sd: dict, lay: dict, source: str, lay_source: str):
     lay = _check_layout(lay, lay_source)
     fw = lay["framework"]
     layers = []
+    shape = None                   # the (C, H, W) grid a conv or pooling layer leaves
     for i, L in enumerate(lay["layers"]):
-        key = str(L["key"])
         param = L.get("parametrization", "raw")
+        if L["kind"] != "dense":
+            layers.append(grid_layer_from_layout(i, L, sd, shape, source, _tables))
+            shape = layers[-1].out_shape
+            continue
+        shape = None               # a dense layer reads the grid flattened, row-major
+        key = str(L["key"])
         if fw == "difflogic":
             wkey, ikey = f"{key}.weights", f"{key}.indices"
             if wkey not in sd:
@@ -488,10 +521,12 @@ def _from_state_dict(sd: dict, lay: dict, source: str, lay_source: str):
             raise DataError(f"{source}: input thresholds {key!r} must be one vector, got "
                             f"shape {tuple(th.shape)}")
         inp["thresholds"] = [float(t) for t in th.tolist()]
-    if "n_gates" in lay and lay["n_gates"] != sum(L.out_dim for L in layers):
+    if "n_gates" in lay and lay["n_gates"] != sum(L.n_luts for L in layers):
         raise DataError(f"{lay_source}: n_gates is {lay['n_gates']} but its layers have "
-                        f"{sum(L.out_dim for L in layers)} gates "
-                        f"({' + '.join(str(L.out_dim) for L in layers)})")
+                        f"{sum(L.n_luts for L in layers)} gates "
+                        f"({' + '.join(str(L.n_luts) for L in layers)})")
+    if layers and isinstance(layers[0], ImportedConv) and inp:
+        inp = _conv_image_shape(layers[0], dict(inp), source)
     return fw, layers, gs["k"], gs.get("tau", 1.0), gs.get("beta", 0.0), inp, None
 
 
