@@ -127,11 +127,12 @@ def decide(rows: list[dict]) -> dict:
     base = {(r["dataset"], r["seed"]): r["cv"] for r in rows if r["variant"] == "recipe"}
     out = {}
     for rule in RULES:
-        deltas = {}
+        per_seed: dict[str, list] = {}          # a set split with several seeds: their mean
         for r in rows:
             if r["variant"] == f"{rule} flipped" and (r["dataset"], r["seed"]) in base:
-                deltas[r["dataset"]] = (base[(r["dataset"], r["seed"])] - r["cv"],
-                                        1.0 / r["n_train"])
+                per_seed.setdefault(r["dataset"], []).append(
+                    (base[(r["dataset"], r["seed"])] - r["cv"], 1.0 / r["n_train"]))
+        deltas = {k: (float(np.mean([d for d, _ in v])), v[0][1]) for k, v in per_seed.items()}
         if not deltas:
             continue
         up = sum(d > m for d, m in deltas.values())
