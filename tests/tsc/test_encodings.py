@@ -131,8 +131,22 @@ def test_bad_arguments_raise_config_errors():
             enc(torch.zeros(1, 9, 4))
         with pytest.raises(ConfigError, match="max_len=8"):
             enc(torch.zeros(1, 3, 4), start=6)
-    with pytest.raises(ConfigError, match="max_len=8"):
-        RotaryEmbedding(4, max_len=8).rotate(torch.zeros(1, 1, 9, 4))
+    with pytest.raises(ConfigError, match="positions start at -1"):
+        RotaryEmbedding(4, max_len=8).rotate(torch.zeros(1, 1, 3, 4), start=-1)
+
+
+def test_rotary_positions_past_the_table_are_the_same_rotations():
+    """A rotary embedding reads sequences longer than its table: positions past it are
+    computed on the fly, equal to a larger table's rows, and scores still depend on the
+    offset only."""
+    small, big = RotaryEmbedding(8, max_len=4), RotaryEmbedding(8, max_len=40)
+    x = torch.randn(2, 3, 30, 8)
+    assert torch.equal(small.rotate(x), big.rotate(x))
+    assert torch.equal(small.rotate(x[..., :5, :], start=20), big.rotate(x[..., :5, :], start=20))
+    q, k = torch.randn(8), torch.randn(8)
+    s1 = small.rotate(q.expand(1, 8), 25) @ small.rotate(k.expand(1, 8), 21).T
+    s2 = small.rotate(q.expand(1, 8), 4) @ small.rotate(k.expand(1, 8), 0).T
+    torch.testing.assert_close(s1, s2)
 
 
 def test_encoding_figure():

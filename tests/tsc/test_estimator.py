@@ -112,10 +112,14 @@ def test_labels_of_any_type_and_unequal_lengths():
     assert est.classes_.tolist() == [10, 20, 30] and est.n_timepoints_ == 40
     pred = est.predict(series[:5])                   # shorter longest series: padded to 40
     assert pred.dtype == y.dtype and set(pred) <= {10, 20, 30}
-    # the padding's values never matter: the same series padded by hand with a list of equal
-    # lengths is refused (that is an array), a longer list too
-    with pytest.raises(ValueError, match="more than the 40"):
-        est.predict(series[:3] + [np.zeros((1, 50))])
+    # a series longer than any at fit: rotary positions read it (the window of a token is the
+    # fitted one), and the other series' answers do not change; a table of positions covers
+    # the fitted length only
+    longer = est.predict_proba(series[:3] + [np.zeros((1, 50))])
+    np.testing.assert_allclose(longer[:3], est.predict_proba(series[:3]), atol=1e-6)
+    table = _tiny(TransformerClassifier, steps=5, random_state=0, positional="sinusoidal")
+    with pytest.raises(ValueError, match="more than the 40 this classifier's positions cover"):
+        table.fit(series, y).predict(series[:3] + [np.zeros((1, 50))])
 
 
 def test_save_load_and_the_command_line_model(tmp_path):

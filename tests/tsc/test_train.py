@@ -427,8 +427,11 @@ def test_predict_applies_znorm_and_validates(trained, gunpoint):
     assert model.training is False
     with pytest.raises(DataError, match="x has 2 channels, the model was trained on 1"):
         predict(model, np.zeros((3, 2, 150)))
+    # rotary positions read series longer than at fit; a table of positions does not
+    assert predict(model, np.zeros((3, 1, 151)))[1].shape == (3, 2)
+    table = build_classifier(dataclasses.replace(TINY, positional="sinusoidal"), 1, 2, 150)
     with pytest.raises(DataError, match="151 steps, more than the model's max_len 150"):
-        predict(model, np.zeros((3, 1, 151)))
+        predict(table.eval(), np.zeros((3, 1, 151)))
     bad = te.x[:4].copy()
     bad[2, 0, 7] = np.nan
     with pytest.raises(DataError, match="predict: x contains 1 NaN value in series 2"):
@@ -578,8 +581,9 @@ def test_ensemble_forward_is_the_log_of_the_members_mean_probabilities():
     assert (ens.n_members, ens.n_channels, ens.n_classes, ens.max_len) == (2, 1, 2, 20)
     with pytest.raises(ConfigError, match="at least one member"):
         TSEnsemble([])
-    # a Transformer ensemble refuses series beyond its positions, as one model does
-    tf = [build_classifier(TINY, 1, 2, 20) for _ in range(2)]
+    # a Transformer ensemble refuses series beyond its table of positions, as one model does
+    tf = [build_classifier(dataclasses.replace(TINY, positional="learned"), 1, 2, 20)
+          for _ in range(2)]
     with pytest.raises(DataError, match="more than the model's max_len 20"):
         predict(TSEnsemble(tf), np.zeros((2, 1, 30)))
     with pytest.raises(ConfigError, match=r"member 1 differs from member 0.*'d_model': \(8, 16\)"):

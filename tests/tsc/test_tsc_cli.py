@@ -148,14 +148,14 @@ def test_predict_reads_unlabelled_csv_and_ts_and_scores_labelled_files(trained, 
     acc = np.mean([a == b for a, b in zip(want, labels)])
     assert f"accuracy {acc:.2%} on the 12 series" in capsys.readouterr().out
     # the training format without --labelled: the label column is read as a value; the user
-    # is told why the length is off (this Transformer then refuses series longer than its
-    # max_len: no output file)
+    # is told why the length is off (this Transformer's rotary positions read the longer
+    # series, so the answers are written)
     assert main(["tsc", "predict", "--model", model_pt, "--input", str(tmp_path / "lab.csv"),
-                 "--output", str(tmp_path / "oops.csv")]) != 0
+                 "--output", str(tmp_path / "oops.csv")]) == 0
     err = capsys.readouterr().err + " ".join(str(w.message) for w in recwarn)
     assert "25 steps, the model was trained on 24-step series" in err
-    assert "pass --labelled)" in err and "max_len 24" in err
-    assert not (tmp_path / "oops.csv").exists()
+    assert "pass --labelled)" in err
+    assert len(pd.read_csv(tmp_path / "oops.csv")) == 12
     # --labelled on a bare CSV: its first value is read as a label; the length says so
     assert main(["tsc", "predict", "--model", model_pt, "--input", str(tmp_path / "bare.csv"),
                  "--output", str(tmp_path / "bare_lab.csv"), "--labelled"]) == 0
@@ -299,15 +299,13 @@ def test_maps_and_encodings_figures(trained, tmp_path, capsys):
     assert table["peak_ratio"].between(1 - 1e-9, 24).all()
     assert "pooling weights over the 1029 test series: effective fraction" in \
         capsys.readouterr().out
-    # series longer than the Transformer's positions: maps words it as predict does, and
-    # writes nothing
+    # series longer than at training: the rotary Transformer maps them too (a table of
+    # positions would refuse them, as predict does: test_train.py)
     with open(tmp_path / "long.csv", "w") as f:
         f.write("\n".join(",".join(["1", *["0.5"] * 25]) for _ in range(3)) + "\n")
     assert main(["tsc", "maps", "--model", str(trained / "model.pt"), "--test-file",
-                 str(tmp_path / "long.csv"), "--out", str(tmp_path / "long")]) != 0
-    assert "series have 25 steps, more than the model's max_len 24; crop them" in \
-        capsys.readouterr().err
-    assert not (tmp_path / "long").exists()
+                 str(tmp_path / "long.csv"), "--out", str(tmp_path / "long")]) == 0
+    assert len(pd.read_csv(tmp_path / "long" / "pooling.csv")) == 3
     # --member names a member of an ensemble; this model is one model
     assert main(["tsc", "maps", "--model", str(trained / "model.pt"), "--member", "1",
                  "--out", str(tmp_path / "m1")]) == 2
@@ -599,8 +597,6 @@ def test_bad_user_files(trained, tmp_path, capsys):
     cases = [
         (["tsc", "predict", "--model", model, "--input", str(tmp_path / "nan.npz"), "--output",
           str(tmp_path / "p.csv")], "NaN"),
-        (["tsc", "predict", "--model", model, "--input", str(tmp_path / "long.npz"),
-          "--output", str(tmp_path / "p.csv")], "24"),
         (["tsc", "train", "--train-file", str(tmp_path / "labels.npz"), "--test-file",
           str(tmp_path / "labels.npz"), "--out", str(tmp_path / "o")], "label"),
         (["tsc", "predict", "--model", str(tmp_path / "corrupt.pt"), "--input",
@@ -838,7 +834,7 @@ def test_evaluate_and_maps_score_the_models_own_set_by_default(trained, tmp_path
     with pytest.warns(UserWarning, match="the model was trained on ItalyPowerDemand; "
                       "scoring it on GunPoint"):
         assert main(["tsc", "evaluate", "--model", m, "--dataset", "gunpoint", "--out",
-                     str(tmp_path / "gp")]) != 0                  # 150 steps > max_len 24
+                     str(tmp_path / "gp")]) == 0      # 150 steps: rotary positions read them
     # a model of the user's files: no set to fall back on
     tr = _write_csv(tmp_path / "tr.csv", load_dataset("ItalyPowerDemand", "train"))
     own = tmp_path / "own"

@@ -23,7 +23,7 @@ _EXPORTS = {
     # training and inference
     "_train": ("fit", "fit_ensemble", "recompute_bn_stats"),
     "_model": ("build_classifier", "TSClassifier", "TSEnsemble"),
-    "_inference": ("evaluate", "predict", "save_classifier", "load_classifier"),
+    "_inference": ("evaluate", "predict", "save_classifier", "load_classifier", "length_limit"),
     # the recipe
     "_recipe": ("SeriesStats", "series_stats", "resolve_recipe"),
     # data

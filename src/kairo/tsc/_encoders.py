@@ -371,11 +371,18 @@ class TransformerEncoder(nn.Module):
         self.ln = nn.LayerNorm(d, **fk) if norm == "pre" else nn.Identity()
         self.last_weights = None
 
+    @property
+    def length_limit(self) -> int | None:
+        """The longest series the encoder reads: ``max_len`` with a table of positions
+        (sinusoidal, learned); None with rotary or no positions, whose tokens keep the window
+        ``max_len`` set and whose attention reads any offset."""
+        return self.max_len if self.pos is not None else None
+
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, *, prefix=None,
                 need_weights: bool = False):
         check_series(x, mask, self.in_channels)
         b, _, t = x.shape
-        if t > self.max_len:
+        if self.length_limit is not None and t > self.length_limit:
             raise ConfigError(f"series of length {t} exceed the encoder's max_len={self.max_len}; "
                               f"build the model with a larger max_len")
         if mask is not None:

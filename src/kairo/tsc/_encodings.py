@@ -131,21 +131,34 @@ class RotaryEmbedding(nn.Module):
         _check_sinusoid(head_dim, base, "rotary embedding (head_dim)")
         if max_len < 1:
             raise ConfigError(f"max_len must be ≥ 1, got {max_len}")
-        angle = torch.arange(max_len, dtype=torch.float64)[:, None] * _frequencies(head_dim, base)
-        angle = torch.cat([angle, angle], dim=-1)                          # [max_len, hd]
-        self.register_buffer("cos", angle.cos().float().to(device), persistent=False)
-        self.register_buffer("sin", angle.sin().float().to(device), persistent=False)
         self.head_dim, self.base, self.max_len = head_dim, base, max_len
+        cos, sin = self._table(0, max_len)
+        self.register_buffer("cos", cos.to(device), persistent=False)
+        self.register_buffer("sin", sin.to(device), persistent=False)
+
+    def _table(self, start: int, stop: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos and sin [stop − start, head_dim] of positions start … stop − 1; a position's
+        row is the same whichever range it is computed in."""
+        pos = torch.arange(start, stop, dtype=torch.float64)[:, None]
+        angle = pos * _frequencies(self.head_dim, self.base)
+        angle = torch.cat([angle, angle], dim=-1)
+        return angle.cos().float(), angle.sin().float()
 
     def extra_repr(self) -> str:
         return f"head_dim={self.head_dim}, base={self.base:g}, max_len={self.max_len}"
 
     def rotate(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
-        """x [..., T, head_dim] at positions start … start+T−1 → the rotated x, same shape."""
+        """x [..., T, head_dim] at positions start … start+T−1 → the rotated x, same shape.
+        Positions past the table (``max_len``) are computed on the fly: rotations depend
+        only on the offset, so a model can read sequences longer than it was built for."""
         t = x.shape[-2]
-        _check_length(t, start, self.max_len, "rotary embedding")
-        cos = self.cos[start:start + t].to(x.dtype)                      # [T, hd]
-        sin = self.sin[start:start + t].to(x.dtype)
+        if start < 0:
+            raise ConfigError(f"rotary embedding: positions start at {start}, not ≥ 0")
+        if start + t <= self.max_len:
+            cos, sin = self.cos[start:start + t], self.sin[start:start + t]   # [T, hd]
+        else:
+            cos, sin = (v.to(x.device) for v in self._table(start, start + t))
+        cos, sin = cos.to(x.dtype), sin.to(x.dtype)
         x1, x2 = x.chunk(2, dim=-1)
         return x * cos + torch.cat([-x2, x1], dim=-1) * sin
 

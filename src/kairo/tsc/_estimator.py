@@ -171,6 +171,8 @@ class _SeriesClassifier(ClassifierMixin, BaseEstimator):
     # ------------------------------------------------------------------ predict
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities [n_cases, n_classes], columns in ``classes_`` order."""
+        from kairo.tsc._inference import length_limit
+
         check_is_fitted(self, "model_")
         x, mask = self._series(X, "predict")
         if x.shape[1] != self.n_channels_:
@@ -183,13 +185,16 @@ class _SeriesClassifier(ClassifierMixin, BaseEstimator):
                              f"features as input: series of {self.n_timepoints_} steps × "
                              f"{self.n_channels_} channels as at fit, got {x.shape[2]} steps "
                              f"(pass series of unequal length as a list)")
-        if mask is not None and x.shape[2] != self.n_timepoints_:
-            if x.shape[2] > self.n_timepoints_:
-                raise ValueError(f"predict: the longest series has {x.shape[2]} steps, more "
-                                 f"than the {self.n_timepoints_} the classifier was fitted on")
+        if mask is not None and x.shape[2] < self.n_timepoints_:
             pad = self.n_timepoints_ - x.shape[2]
             x = np.pad(x, ((0, 0), (0, 0), (0, pad)))
             mask = np.pad(mask, ((0, 0), (0, pad)))
+        limit = length_limit(self.model_)
+        if mask is not None and limit is not None and x.shape[2] > limit:
+            # unequal lengths: longer than at fit only where the model reads any length
+            raise ValueError(f"predict: the longest series has {x.shape[2]} steps, more "
+                             f"than the {limit} this classifier's positions cover (the "
+                             f"longest at fit; rotary positions read any length)")
         try:
             proba = self._proba(x, mask)
         except DataError as exc:

@@ -18,8 +18,8 @@ from kairo.tsc._data import TSData, _check_finite, _check_float32_range
 from kairo.tsc._train import (_MODEL_FORMAT, _build, _cpu_state, _model_config,
                                     scale_input)
 
-__all__ = ["save_classifier", "load_classifier", "check_max_len", "predict", "labels_as",
-           "evaluate"]
+__all__ = ["save_classifier", "load_classifier", "length_limit", "check_max_len", "predict",
+           "labels_as", "evaluate"]
 
 
 # ---------------------------------------------------------------------------- saved models
@@ -113,13 +113,20 @@ def load_classifier(path, expect_arch: dict | None = None) -> tuple[nn.Module, d
 
 
 # ---------------------------------------------------------------------------- inference
-def check_max_len(model: nn.Module, n_steps: int, where: str) -> None:
-    """DataError when series are longer than the encoder's ``max_len`` (a Transformer's
-    positions; the ResNet has none and takes any length). One wording for every command."""
+def length_limit(model: nn.Module) -> int | None:
+    """The longest series ``model`` reads: a Transformer's ``max_len`` where its positions are
+    a table (sinusoidal, learned); None (any length) for rotary or no positions and the
+    ResNet."""
     enc = getattr(model, "encoder", None)
     if enc is None and hasattr(model, "members"):          # a TSEnsemble: one architecture
         enc = getattr(model.members[0], "encoder", None)
-    t = getattr(enc, "max_len", None)
+    return getattr(enc, "length_limit", None)
+
+
+def check_max_len(model: nn.Module, n_steps: int, where: str) -> None:
+    """DataError when series are longer than the model reads (:func:`length_limit`). One
+    wording for every command."""
+    t = length_limit(model)
     if t is not None and n_steps > t:
         raise DataError(f"{where}: series have {n_steps} steps, more than the model's "
                         f"max_len {t}; crop them or train on longer series")
@@ -128,8 +135,8 @@ def check_max_len(model: nn.Module, n_steps: int, where: str) -> None:
 def predict(model: nn.Module, x, mask=None, batch: int = 256) -> tuple[np.ndarray, np.ndarray]:
     """Class indices and probabilities for NumPy series.
 
-    ``x`` [n, C, T] (or [n, T] for one channel), T ≤ the encoder's ``max_len`` where it has one
-    (a Transformer's positions; the ResNet takes any length); ``mask`` bool
+    ``x`` [n, C, T] (or [n, T] for one channel), T ≤ :func:`length_limit` where the model has
+    one (a Transformer's table of positions); ``mask`` bool
     [n, T] or None. Applies the input scaling the model was trained with
     (``model.fit_meta["znorm"]``, see `scale_input`). Returns (pred int64 [n], proba float32
     [n, K]).
