@@ -5,6 +5,7 @@ layers refused by name."""
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import numpy as np
@@ -257,6 +258,10 @@ def test_conv_state_dict_with_layout_is_the_same_circuit(tmp_path):
     assert m.form == "state_dict" and m.n_gates == module.n_gates
     assert [L.describe() for L in m.layers] == [L.describe() for L in module.layers]
     assert m.input.image_shape == (28, 28, 1)
+    torch.save(sd, tmp_path / "sd.pt")                  # a layout given as a dict: unchanged
+    before = copy.deepcopy(layout)                      # (its dense entries name no kind)
+    assert read_model(tmp_path / "sd.pt", layout=layout).n_gates == m.n_gates
+    assert layout == before
     a, b = module.circuit(), m.circuit()
     assert all(np.array_equal(getattr(a, f), getattr(b, f)) for f in ("ops", "a", "b",
                                                                        "outputs"))

@@ -20,7 +20,7 @@ PUBLIC = {
     "ModelConfig", "TrainConfig", "ENCODERS", "POOLS",
     # training and inference
     "fit", "fit_ensemble", "build_classifier", "evaluate", "predict", "save_classifier",
-    "load_classifier", "recompute_bn_stats",
+    "load_classifier", "recompute_bn_stats", "length_limit",
     # the recipe
     "SeriesStats", "series_stats", "resolve_recipe", "smoothness",
     # data

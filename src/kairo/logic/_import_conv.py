@@ -280,7 +280,7 @@ def conv_from_state(name: str, st: dict, tensors: dict, param: str, in_shape, so
 def grid_layer_from_layout(i: int, entry: dict, sd: dict, in_shape, source: str, tables_of):
     """Layer ``i`` of a layout, of kind conv (its tensors the state dict's ``<key>.…``) or
     pool, reading the (C, H, W) grid ``in_shape`` (None: the layout's first layer)."""
-    if entry["kind"] == "pool":
+    if entry.get("kind") == "pool":
         return pool_from_state(str(entry.get("key", f"layers[{i}]")), entry, in_shape, source)
     key = str(entry["key"])
     st = {f: entry[f] for f in _CONV_FIELDS if f in entry}

@@ -422,7 +422,7 @@ def _check_layout(lay, source: str) -> dict:
         raise DataError(f"{source}: field 'layers' must be a non-empty list of objects "
                         f"({{\"key\", \"in_dim\", \"out_dim\"}} per dense layer)")
     for i, L in enumerate(layers):
-        kind = L.setdefault("kind", "dense")
+        kind = L.get("kind", "dense")
         if kind not in LAYER_KINDS or (kind != "dense" and lay["framework"] != "torchlogix"):
             raise DataError(f"{source}: layers[{i}].kind must be "
                             + ("dense for difflogic" if lay["framework"] == "difflogic" else
@@ -470,7 +470,7 @@ def _from_state_dict(sd: dict, lay: dict, source: str, lay_source: str):
     shape = None                   # the (C, H, W) grid a conv or pooling layer leaves
     for i, L in enumerate(lay["layers"]):
         param = L.get("parametrization", "raw")
-        if L["kind"] != "dense":
+        if L.get("kind", "dense") != "dense":
             layers.append(grid_layer_from_layout(i, L, sd, shape, source, _tables))
             shape = layers[-1].out_shape
             continue
