@@ -30,6 +30,12 @@ def test_decision_counts_sets_beyond_one_series_and_averages_repeats(load_benchm
     assert (mix["recipe_better"], mix["flip_better"]) == (0, 1)
     assert mix["verdict"] == "not supported"
     assert set(got) == {"sam", "mixup"}                 # rules without rows are left out
+    # one series of 270 in one fold of 54, as float fold means give it: within the margin
+    folds = [52 / 54, 1.0, 1.0, 52 / 54, 1.0]
+    flip = [53 / 54, 1.0, 52 / 54, 52 / 54, 1.0]
+    one = study.decide([_row("J", "recipe", sum(folds) / 5, 270),
+                        _row("J", "cutmix flipped", sum(flip) / 5, 270)])["cutmix"]
+    assert one["delta"]["J"] > 1 / 270 and (one["recipe_better"], one["flip_better"]) == (0, 0)
 
 
 def test_each_flip_reverses_the_recipes_choice(load_benchmark):

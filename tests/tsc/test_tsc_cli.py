@@ -649,8 +649,8 @@ def _write_csv(path, data, rows=None, steps=None):
 @pytest.mark.slow
 def test_own_files_of_different_lengths_and_class_subsets(tmp_path, capsys):
     """Your own train/test files: a test split longer than the training one is padded with
-    --pad (a Transformer is refused before training without it, the ResNet takes any
-    length); a test file holding a subset of the classes is scored against the model's
+    --pad (a Transformer with a table of positions is refused before training without it;
+    rotary positions and the ResNet take any length); a test file holding a subset of the classes is scored against the model's
     classes by train, evaluate and maps (it crashed, or mislabelled the figure)."""
     from kairo.tsc import load_dataset
 
@@ -661,11 +661,14 @@ def test_own_files_of_different_lengths_and_class_subsets(tmp_path, capsys):
             "--threads", "1"]
     base = ["tsc", "train", "--train-file", str(short), "--test-file", str(full), *tiny]
     out = tmp_path / "tf"
-    assert main([*base, "--encoder", "transformer", "--out", str(out)]) != 0
+    table = [*base, "--encoder", "transformer", "--positional", "sinusoidal"]
+    assert main([*table, "--out", str(out)]) != 0
     err = capsys.readouterr().err
-    assert "test series have 24 steps, the training series 20" in err and "--pad to" in err
+    assert "test series have 24 steps, the training series 20: sinusoidal positions" in err
+    assert "--pad to" in err
     assert not out.exists() and not tmp_path.joinpath("tf.checkpoint.pt").exists()
-    assert main([*base, "--encoder", "transformer", "--pad", "--out", str(out)]) == 0
+    assert main([*table, "--pad", "--out", str(out)]) == 0
+    assert main([*base, "--encoder", "transformer", "--out", str(tmp_path / "rope")]) == 0
     assert main([*base, "--encoder", "resnet", "--out", str(tmp_path / "rn")]) == 0
     # the ResNet also predicts on series longer than it was trained on
     assert main(["tsc", "predict", "--model", str(tmp_path / "rn" / "model.pt"), "--input",

@@ -191,9 +191,9 @@ def _mtime(path: Path) -> int | None:
 
 def _one_length(train, test, cfg):
     """Your own train and test files may differ in length (the shipped sets are padded to one
-    length when loaded). With --pad both are padded to the longer; without it the ResNet takes
-    any length, while a Transformer's positions end at the training length, which is refused
-    here rather than after training."""
+    length when loaded). With --pad both are padded to the longer; without it the ResNet and a
+    rotary Transformer take any length, while a table of positions (sinusoidal, learned) ends
+    at the training length, which is refused here rather than after training."""
     from kairo.tsc import _data
 
     if train.n_steps == test.n_steps:
@@ -201,9 +201,10 @@ def _one_length(train, test, cfg):
     if cfg.pad:
         t = max(train.n_steps, test.n_steps)
         return _data.pad_to(train, t), _data.pad_to(test, t)
-    if cfg.encoder == "transformer" and test.n_steps > train.n_steps:
+    if (cfg.encoder == "transformer" and cfg.positional in ("sinusoidal", "learned")
+            and test.n_steps > train.n_steps):
         raise DataError(f"the test series have {test.n_steps} steps, the training series "
-                        f"{train.n_steps}: a Transformer's positions end at the training "
+                        f"{train.n_steps}: {cfg.positional} positions end at the training "
                         f"length; pass --pad to pad both splits to {test.n_steps} steps")
     return train, test
 
