@@ -181,11 +181,12 @@ def _framework_net(model: ImportedModel):
     else:
         layers = []
         with torch.random.fork_rng(devices=[]):    # the constructors draw wiring: not from ours
+            prev = None
             for L in model.layers:
-                if isinstance(L, ImportedLayer) and not (layers and isinstance(layers[-1],
-                                                                               torch.nn.Flatten)):
-                    layers.append(torch.nn.Flatten())    # torchlogix's order: (C, H, W)
+                if isinstance(L, ImportedLayer) and not isinstance(prev, ImportedLayer):
+                    layers.append(torch.nn.Flatten())    # the input or a (C, H, W) grid
                 layers.append(_framework_layer(mod, model.framework, L))
+                prev = L
         if model.framework == "difflogic":
             layers.append(mod.GroupSum(model.k, model.tau, device="cpu"))
         else:
