@@ -20,7 +20,7 @@ from kairo._command import Command
 from kairo._errors import DataError, KairoError
 from kairo.tsc._config import (BenchmarkConfig, CompareConfig, EncodingsConfig,
                                      EvaluateConfig, ListConfig, MapsConfig, PredictConfig,
-                                     TscTrainConfig, model_config)
+                                     TABLE_POSITIONALS, TscTrainConfig, model_config)
 from kairo.tsc._inputs import (_dataset_warning, _length_warning, _model_classes,
                                _resolve_dataset, _scored_data, inputs, load_data, load_file)
 from kairo.tsc._maps import run_encodings, run_maps
@@ -201,7 +201,7 @@ def _one_length(train, test, cfg):
     if cfg.pad:
         t = max(train.n_steps, test.n_steps)
         return _data.pad_to(train, t), _data.pad_to(test, t)
-    if (cfg.encoder == "transformer" and cfg.positional in ("sinusoidal", "learned")
+    if (cfg.encoder == "transformer" and cfg.positional in TABLE_POSITIONALS
             and test.n_steps > train.n_steps):
         raise DataError(f"the test series have {test.n_steps} steps, the training series "
                         f"{train.n_steps}: {cfg.positional} positions end at the training "

@@ -41,6 +41,8 @@ TOKENS = ("step", "patch", "conv")
 HEAD_NORMS = ("auto", "true", "false")
 WEIGHT_INITS = ("auto", "torch", "glorot")   # the encoder's, PyTorch's per-module, or Keras's
 POSITIONALS = ("sinusoidal", "learned", "rope", "none")
+# positions held as a table of max_len rows: series longer than at fit are refused
+TABLE_POSITIONALS = ("sinusoidal", "learned")
 SCHEDULES = ("cosine", "onecycle", "constant", "plateau")
 DEVICES = ("cpu", "cuda", "auto")
 # input scaling: each series and channel on its own (the UCR convention), each channel with the
