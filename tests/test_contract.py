@@ -49,6 +49,7 @@ REQUIRED = {
     "logic fpga": {"circuit": "circuit.json"},
     "logic bench": {"circuit": "circuit.json"},
     "logic import": {"model": "model.pt"},
+    "logic ensemble": {"circuits": ("circuit.json", "circuit.json")},
     "tsc evaluate": {"model": "model.pt"},
     "tsc maps": {"model": "model.pt"},
     "tsc predict": {"model": "model.pt", "input": "series.csv", "output": "predictions.csv"},
@@ -73,14 +74,22 @@ def _required(cmd, where: Path | None = None, real: dict | None = None) -> dict:
         for field, value in values.items():
             if field in NOT_FILES:
                 continue
-            values[field] = str(where / value)
+            names = value if isinstance(value, tuple) else (value,)
+            paths = tuple(str(where / v) for v in names)
+            values[field] = paths if isinstance(value, tuple) else paths[0]
             if field in OUTPUTS:
                 continue
-            if real and value in real:
-                shutil.copyfile(real[value], where / value)
-            else:
-                (where / value).write_text("stand-in\n")
+            for v in names:
+                if real and v in real:
+                    shutil.copyfile(real[v], where / v)
+                else:
+                    (where / v).write_text("stand-in\n")
     return values
+
+
+def _each(value) -> tuple:
+    """A field's stand-in as a tuple (a field of several files has a tuple)."""
+    return value if isinstance(value, tuple) else (value,)
 
 
 def _default_config(cmd, where: Path | None = None, real: dict | None = None):
@@ -116,6 +125,7 @@ def _argv(cmd, where: Path) -> list[str]:
     argv = cmd.name.split()
     positional = {f.name for f in dataclasses.fields(cmd.config) if f.metadata.get("positional")}
     for field, value in _required(cmd, where).items():
+        value = ",".join(value) if isinstance(value, tuple) else value
         argv += [value] if field in positional else ["--" + field.replace("_", "-"), value]
     return argv
 
@@ -341,7 +351,7 @@ def test_existing_out_is_kept_unless_overwrite(name, cmd, tmp_path):
     assert (out / "mine.txt").read_text() == "keep me"
     execute(fake, cfg, out=out, overwrite=True)
     assert not (out / "mine.txt").exists() and (out / "fake.json").is_file()
-    stand_ins = {Path(v).name for v in _required(cmd).values()}
+    stand_ins = {Path(v).name for vs in _required(cmd).values() for v in _each(vs)}
     assert sorted(p.name for p in tmp_path.iterdir() if p.name not in stand_ins) == ["out"]
 
 
@@ -387,6 +397,6 @@ def test_run_json_holds_the_seed_and_every_inputs_sha256(name, cmd, tmp_path, re
         assert run["data"][label] == {"path": str(path), "sha256": file_sha256(path)}
     assert "fake.json" in run["files"]
     for field, value in _required(cmd, tmp_path, real).items():   # the circuit, the model
-        if field not in OUTPUTS:
-            assert Path(value) in inputs.values(), f"kairo {name}: {field} is not an input"
+        for one in _each(value) if field not in OUTPUTS else ():
+            assert Path(one) in inputs.values(), f"kairo {name}: {field} is not an input"
 

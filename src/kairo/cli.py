@@ -29,7 +29,7 @@ __all__ = ["main", "build_parser", "execute", "make_config", "load_config_file"]
 _FAMILY_HELP = {
     "reservoir": "connectome reservoir computing",
     "fly": "the embodied fly: the connectome steers NeuroMechFly",
-    "logic": "logic-gate networks: train, export, verify, import, fpga, bench",
+    "logic": "logic-gate networks: train, export, verify, import, ensemble, fpga, bench",
     "tsc": "attention models for time-series classification",
     "data": "the data directory: path, fetch, verify",
     "runs": "the results store: list, show, compare, export, rm",

@@ -10,10 +10,11 @@ start without loading torch.
 
 from kairo._lazy import lazy_exports
 from kairo.logic._circuit import Circuit, pack_bits, unpack_bits
-from kairo.logic._config import (BenchConfig, ExportConfig, FpgaConfig, ImportConfig,
-                                 LogicTrainConfig, VerifyConfig)
+from kairo.logic._config import (BenchConfig, EnsembleConfig, ExportConfig, FpgaConfig,
+                                 ImportConfig, LogicTrainConfig, VerifyConfig)
 from kairo.logic._gates import COEFFS, GATE_NAMES, N_GATES, TRUTH
 from kairo.logic._data import circuit_images
+from kairo.logic._ensemble import ensemble
 from kairo.logic._simplify import simplify
 from kairo.logic._votes import vote_circuit, vote_gates
 from kairo.logic.backends import (compile_c, find_simulator, run_portable_c, simulate_verilog,
@@ -52,9 +53,9 @@ _LAZY = {
         "ANCHOR_FLAGS", "ANCHOR_BATCH")},
 }
 
-__all__ = ["Circuit", "circuit_images", "pack_bits", "unpack_bits", "COEFFS", "GATE_NAMES",
+__all__ = ["Circuit", "circuit_images", "ensemble", "pack_bits", "unpack_bits", "COEFFS", "GATE_NAMES",
            "N_GATES", "TRUTH", "simplify", "vote_circuit", "vote_gates", "compile_c", "find_simulator", "run_portable_c",
            "simulate_verilog", "write_c", "write_verilog", "LogicTrainConfig", "ExportConfig", "VerifyConfig", "FpgaConfig",
-           "BenchConfig", "ImportConfig", *_LAZY]
+           "BenchConfig", "ImportConfig", "EnsembleConfig", *_LAZY]
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY)

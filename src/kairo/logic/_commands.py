@@ -9,8 +9,8 @@ from pathlib import Path
 
 from kairo._command import Command
 from kairo._errors import KairoError
-from kairo.logic._config import (BenchConfig, ExportConfig, FpgaConfig, ImportConfig,
-                                 LogicTrainConfig, VerifyConfig)
+from kairo.logic._config import (BenchConfig, EnsembleConfig, ExportConfig, FpgaConfig,
+                                 ImportConfig, LogicTrainConfig, VerifyConfig)
 
 __all__ = ["COMMANDS"]
 
@@ -42,6 +42,19 @@ def _verify_inputs(cfg: VerifyConfig) -> dict:
 
     files = _circuit(cfg.circuit)
     dataset = cfg.dataset or Circuit.load(cfg.circuit).meta.get("dataset") or "mnist"
+    return {**files, **_images(dataset, cfg.data_dir)}
+
+
+def _ensemble_inputs(cfg: EnsembleConfig) -> dict:
+    from kairo.logic import Circuit
+
+    files = {}
+    for i, path in enumerate(cfg.circuits):
+        files[f"circuit_{i}"] = _circuit(path)["circuit"]
+    first = Circuit.load(cfg.circuits[0])
+    if first.image_input is None:
+        return files
+    dataset = cfg.dataset or first.meta.get("dataset") or "mnist"
     return {**files, **_images(dataset, cfg.data_dir)}
 
 
@@ -257,6 +270,47 @@ def _verify(cfg: VerifyConfig, rd) -> str:
     return "\n".join(lines)
 
 
+# ---------------------------------------------------------------------------- ensemble
+def _ensemble(cfg: EnsembleConfig, rd) -> str:
+    """The members joined (:func:`kairo.logic.ensemble`), simplified, checked against the raw
+    join and scored with each member on the test images."""
+    import numpy as np
+
+    from kairo.logic import Circuit, circuit_images, ensemble, simplify, vote_gates
+
+    members = [Circuit.load(p) for p in cfg.circuits]
+    raw = ensemble(members, names=[f"circuit {p}" for p in cfg.circuits])
+    circ, report = simplify(raw)
+    if cfg.max_gates and circ.n_gates > cfg.max_gates:
+        raise KairoError(f"the ensemble has {circ.n_gates} gates after simplification, more "
+                         f"than --max-gates {cfg.max_gates}; nothing was written")
+    rows = [{"circuit": p, "gates": c.n_gates, "outputs_per_class": c.n_outputs // c.n_classes}
+            for p, c in zip(cfg.circuits, members)]
+    metrics = {"members": rows, "gates_before": raw.n_gates, "gates_after": circ.n_gates,
+               "vote_gates": vote_gates(circ), "depth_after": report["after"]["depth"],
+               "simplify": report}
+    line = ""
+    if circ.image_input is not None:
+        x, y, name = circuit_images(circ, cfg.dataset, cfg.data_dir)
+        bits = circ.image_bits(x)
+        pred = circ.predict(bits)
+        if not np.array_equal(pred, raw.predict(bits)):
+            raise KairoError("internal error: the simplified ensemble disagrees with the join")
+        for row, c in zip(rows, members):
+            row["test_accuracy"] = float((c.predict(bits) == y).mean())
+        metrics.update(dataset=name, n_test=int(len(y)),
+                       test_accuracy_circuit=float((pred == y).mean()))
+        line = (f"test accuracy {metrics['test_accuracy_circuit']:.2%} on {len(y)} {name} "
+                f"images (members: " + ", ".join(f"{r['test_accuracy']:.2%}" for r in rows)
+                + ")\n")
+    rd.add("metrics.json", metrics)
+    circ.save(rd.path / "circuit.json")
+    rd.add("circuit.json")
+    return (line + f"{len(members)} circuits, {raw.n_gates} gates → {circ.n_gates} after "
+            f"simplification, depth {report['after']['depth']}; the class vote "
+            f"{metrics['vote_gates']['total']} gates more")
+
+
 # ---------------------------------------------------------------------------- import
 def _import(cfg: ImportConfig, rd) -> str:
     from kairo.logic._import import run_import
@@ -303,6 +357,12 @@ COMMANDS = [
                         "simplified; circuit_raw.json) and check it bit for bit against the "
                         "framework's own discrete forward when installed, else a --reference",
             inputs=_import_inputs, headline=("test_accuracy_circuit", "gates_after")),
+    Command("logic ensemble", EnsembleConfig, _ensemble,
+            "join circuits into one whose class votes are the sum of theirs",
+            description="run several circuits side by side on the same inputs as one circuit "
+                        "(their class votes summed), simplified and scored with each member on "
+                        "the test images; export, verify and fpga take it like any circuit",
+            inputs=_ensemble_inputs, headline=("test_accuracy_circuit", "gates_after")),
     Command("logic fpga", FpgaConfig, _fpga,
             "synthesize, place and route a circuit for an iCE40 FPGA (Yosys + nextpnr): LUTs, "
             "fit, fmax",

@@ -12,7 +12,7 @@ from kairo._config import check_fields, option
 from kairo._errors import ConfigError
 
 __all__ = ["LogicTrainConfig", "ExportConfig", "VerifyConfig", "FpgaConfig", "BenchConfig",
-           "ImportConfig", "IMPORT_FRAMEWORKS",
+           "ImportConfig", "EnsembleConfig", "IMPORT_FRAMEWORKS",
            "PAIRINGS", "WIRINGS", "GATE_MODES", "GATE_PARAMS", "ENGINES", "EXPORT_FORMATS", "BACKENDS", "SIMULATORS",
            "FPGA_TARGETS", "FPGA_ARCHS", "FPGA_INPUTS", "C_WIDTHS", "IMAGE_SIZE", "CONV_FIELDS"]
 
@@ -337,6 +337,24 @@ class BenchConfig:
     bandwidth_mib: int = option(512, "buffer for measuring the read-bandwidth bound (0: skip)",
                                 low=0)
     seed: int = option(0, "seed of the random images for circuits that are not 28 × 28")
+    data_dir: str | None = option(None, _DATA_DIR_HELP)
+
+    def __post_init__(self):
+        check_fields(self)
+
+
+@dataclass(frozen=True)
+class EnsembleConfig:
+    """``kairo logic ensemble``: circuits side by side on the same inputs, votes summed."""
+
+    circuits: tuple[str, ...] = option((), "comma-separated circuit files (circuit.json of "
+                                       "kairo logic train or import), at least two, reading "
+                                       "the same inputs and voting for the same classes",
+                                       required=True)
+    max_gates: int = option(0, "refuse an ensemble with more gates than this after "
+                            "simplification (0: no limit)", low=0)
+    dataset: str = option("", "the test images to score it on (default: the dataset the "
+                          "circuits were trained on)")
     data_dir: str | None = option(None, _DATA_DIR_HELP)
 
     def __post_init__(self):
