@@ -9,7 +9,7 @@ import pytest
 
 from kairo._errors import KairoError
 from kairo.cli import main
-from kairo.logic import Circuit, circuit_images, ensemble, simplify
+from kairo.logic import Circuit, circuit_images, ensemble, simplify, validation_split
 
 from netlists import random_netlist
 
@@ -54,6 +54,17 @@ def test_simplify_merges_what_members_share():
     assert report["before"]["n_gates"] == 2 * a.n_gates
 
 
+def test_meta_keeps_what_every_member_agrees_on():
+    shared = {"thresholds": [128], "classes": [0, 1, 2], "validation": {"seed": 3,
+                                                                      "fraction": 0.1}}
+    a = _net(1, meta={**shared, "dataset": "mnist", "note": "a"})
+    b = _net(2, meta={**shared, "dataset": "mnist", "note": "b"})
+    c = _net(3, meta={**shared, "validation": {"seed": 4, "fraction": 0.1}})
+    assert ensemble([a, b]).meta == {**shared, "dataset": "mnist", "ensemble": {
+        "members": 2, "gates": [300, 300], "outputs_per_class": [4, 4]}}
+    assert set(ensemble([a, b, c]).meta) == {"thresholds", "classes", "ensemble"}
+
+
 def test_members_that_do_not_fit_together_are_refused_by_name():
     a = _net(1, meta={"thresholds": [128], "classes": [0, 1, 2]})
     with pytest.raises(KairoError, match="at least two circuits, got 1"):
@@ -87,8 +98,9 @@ def member_files(tmp_path_factory):
     for seed, hidden in ((0, 40), (1, 40), (2, 60)):
         torch.manual_seed(seed)
         model = build_model(LogicTrainConfig(classes=(0, 1), hidden=hidden, layers=2)).eval()
-        paths.append(to_circuit(model, meta={"classes": [0, 1], "dataset": "mnist"})
-                     .save(folder / f"c{seed}.json"))
+        meta = {"classes": [0, 1], "dataset": "mnist",
+                "validation": {"seed": 7, "fraction": 0.05}}
+        paths.append(to_circuit(model, meta=meta).save(folder / f"c{seed}.json"))
     return paths
 
 
@@ -110,6 +122,29 @@ def test_cli_scores_the_simplified_join_and_each_member(member_files, tmp_path, 
     assert m["gates_before"] == sum(c.n_gates for c in members) >= m["gates_after"]
     assert m["gates_after"] == circ.n_gates and m["n_test"] == len(y)
     assert circ.meta["classes"] == [0, 1] and circ.meta["ensemble"]["members"] == 3
+    # scored on the training images all three held out (one shared validation split)
+    xt, yt, _ = circuit_images(circ, data_dir=data_dir, split="train")
+    held, _ = validation_split(len(yt), 7, 0.05)
+    bits = circ.image_bits(xt[held])
+    assert m["val_accuracy"] == pytest.approx(
+        (sum(c.scores(bits) for c in members).argmax(1) == yt[held]).mean())
+    assert [r["val_accuracy"] for r in m["members"]] == pytest.approx(
+        [(c.predict(bits) == yt[held]).mean() for c in members])
+
+
+def test_cli_gives_no_validation_score_for_members_split_differently(member_files, tmp_path,
+                                                                       data_dir):
+    other = Circuit.load(member_files[1])
+    moved = Circuit(n_inputs=other.n_inputs, ops=other.ops, a=other.a, b=other.b,
+                    outputs=other.outputs, n_classes=other.n_classes,
+                    meta={**other.meta, "validation": {"seed": 8, "fraction": 0.05}})
+    out = tmp_path / "ens"
+    rc = main(["--store", "none", "--data-dir", str(data_dir), "logic", "ensemble", "--circuits",
+               f"{member_files[0]},{moved.save(tmp_path / 'moved.json')}", "--out", str(out)])
+    assert rc == 0
+    m = json.loads((out / "metrics.json").read_text())
+    assert m["val_accuracy"] is None and "val_accuracy" not in m["members"][0]
+    assert "validation" not in Circuit.load(out / "circuit.json").meta
 
 
 def test_cli_refuses_bad_members_and_a_blown_budget(member_files, tmp_path, data_dir, capsys):
@@ -130,3 +165,34 @@ def test_cli_refuses_bad_members_and_a_blown_budget(member_files, tmp_path, data
                  "--out", str(out)]) != 0
     assert "more than --max-gates 5; nothing was written" in capsys.readouterr().err
     assert not (out / "circuit.json").exists()
+
+
+def test_the_validation_split_is_what_train_holds_out(data_dir):
+    from kairo.logic import LogicTrainConfig, load_data
+
+    # without --val-seed the split is the one every committed run used: seeded by --seed
+    held, kept = validation_split(1000, 5, 0.1)
+    perm = np.random.default_rng(np.random.SeedSequence([5, 12])).permutation(1000)
+    np.testing.assert_array_equal(np.concatenate([held, kept]), perm)
+    assert len(held) == 100
+    x, y, _ = circuit_images(Circuit(n_inputs=784, ops=np.array([1]), a=np.array([0]),
+                                     b=np.array([1]), outputs=np.array([784, 784]), n_classes=2,
+                                     meta={"thresholds": [128], "classes": [0, 1]}),
+                             data_dir=data_dir, split="train")
+    for seed, val_seed in ((5, -1), (5, 9), (6, 9)):
+        d = load_data(LogicTrainConfig(classes=(0, 1), seed=seed, val_seed=val_seed,
+                                       data_dir=str(data_dir)))
+        held, kept = validation_split(len(y), seed if val_seed < 0 else val_seed, 0.1)
+        np.testing.assert_array_equal(d["val"][0].reshape(len(held), -1), x[held])
+        np.testing.assert_array_equal(d["val"][1], y[held])
+        np.testing.assert_array_equal(d["train"][1], y[kept])
+
+
+def test_a_branch_with_another_validation_split_is_no_single_run():
+    from kairo.logic import LogicTrainConfig
+    from kairo.logic._train import branch_info
+
+    old = LogicTrainConfig(seed=3)
+    assert branch_info(old, LogicTrainConfig(seed=3, val_seed=3), 10)["same_as_single_run"]
+    info = branch_info(old, LogicTrainConfig(seed=3, val_seed=4), 10)
+    assert info["differs_before"] == ["validation split"]

@@ -13,7 +13,7 @@ from kairo.logic._circuit import Circuit, pack_bits, unpack_bits
 from kairo.logic._config import (BenchConfig, EnsembleConfig, ExportConfig, FpgaConfig,
                                  ImportConfig, LogicTrainConfig, VerifyConfig)
 from kairo.logic._gates import COEFFS, GATE_NAMES, N_GATES, TRUTH
-from kairo.logic._data import circuit_images
+from kairo.logic._data import circuit_images, validation_split
 from kairo.logic._ensemble import ensemble
 from kairo.logic._simplify import simplify
 from kairo.logic._votes import vote_circuit, vote_gates
@@ -30,7 +30,7 @@ _LAZY = {
         "LogicNet", "build_model", "image_shape", "predict", "layer_report", "to_circuit")},
     **{n: ("kairo.logic._train", n) for n in (
         "train", "load_data", "model_from_checkpoint", "snapshot_path", "describe_branch",
-        "random_shift", "random_affine", "affine_images")},
+        "random_shift", "random_affine", "affine_images", "val_seed")},
     "find_fpga_tools": ("kairo.logic._fpga", "find_tools"),
     # `kairo logic fpga` as functions: the wrapped design synthesized, simulated, and the
     # folded architecture's program
@@ -53,7 +53,7 @@ _LAZY = {
         "ANCHOR_FLAGS", "ANCHOR_BATCH")},
 }
 
-__all__ = ["Circuit", "circuit_images", "ensemble", "pack_bits", "unpack_bits", "COEFFS", "GATE_NAMES",
+__all__ = ["Circuit", "circuit_images", "validation_split", "ensemble", "pack_bits", "unpack_bits", "COEFFS", "GATE_NAMES",
            "N_GATES", "TRUTH", "simplify", "vote_circuit", "vote_gates", "compile_c", "find_simulator", "run_portable_c",
            "simulate_verilog", "write_c", "write_verilog", "LogicTrainConfig", "ExportConfig", "VerifyConfig", "FpgaConfig",
            "BenchConfig", "ImportConfig", "EnsembleConfig", *_LAZY]

@@ -87,7 +87,8 @@ def _train(cfg: LogicTrainConfig, rd) -> str:
     import pandas as pd
 
     from kairo.logic import (describe_branch, fused_available, layer_report, load_data,
-                             predict, simplify, snapshot_path, to_circuit, train, vote_gates)
+                             predict, simplify, snapshot_path, to_circuit, train, val_seed,
+                             vote_gates)
 
     engine = cfg.engine if cfg.engine != "auto" else (
         "fused" if fused_available() else "torch")
@@ -100,7 +101,9 @@ def _train(cfg: LogicTrainConfig, rd) -> str:
     kept = res["kept_iter"]
     xt, yt = data["test"]
     pred_model = predict(model, xt)
-    raw = to_circuit(model, meta={"classes": list(cfg.classes), "dataset": cfg.dataset})
+    raw = to_circuit(model, meta={"classes": list(cfg.classes), "dataset": cfg.dataset,
+                                  "validation": {"seed": val_seed(cfg),
+                                                 "fraction": cfg.val_fraction}})
     circ, report = simplify(raw)
     bits = circ.image_bits(xt)
     pred_circ = circ.predict(bits)
@@ -279,6 +282,7 @@ def _ensemble(cfg: EnsembleConfig, rd) -> str:
     from kairo.logic import Circuit, circuit_images, ensemble, simplify, vote_gates
 
     members = [Circuit.load(p) for p in cfg.circuits]
+    splits = [c.meta.get("validation") for c in members]
     raw = ensemble(members, names=[f"circuit {p}" for p in cfg.circuits])
     circ, report = simplify(raw)
     if cfg.max_gates and circ.n_gates > cfg.max_gates:
@@ -300,15 +304,40 @@ def _ensemble(cfg: EnsembleConfig, rd) -> str:
             row["test_accuracy"] = float((c.predict(bits) == y).mean())
         metrics.update(dataset=name, n_test=int(len(y)),
                        test_accuracy_circuit=float((pred == y).mean()))
+        metrics["val_accuracy"] = _ensemble_validation(cfg, circ, members, rows, splits)
         line = (f"test accuracy {metrics['test_accuracy_circuit']:.2%} on {len(y)} {name} "
                 f"images (members: " + ", ".join(f"{r['test_accuracy']:.2%}" for r in rows)
                 + ")\n")
+        if metrics["val_accuracy"] is not None:
+            line += (f"validation accuracy {metrics['val_accuracy']:.2%} on the training "
+                     f"images the members held out (members: " +
+                     ", ".join(f"{r['val_accuracy']:.2%}" for r in rows) + ")\n")
     rd.add("metrics.json", metrics)
     circ.save(rd.path / "circuit.json")
     rd.add("circuit.json")
     return (line + f"{len(members)} circuits, {raw.n_gates} gates → {circ.n_gates} after "
             f"simplification, depth {report['after']['depth']}; the class vote "
             f"{metrics['vote_gates']['total']} gates more")
+
+
+def _ensemble_validation(cfg, circ, members, rows, splits) -> float | None:
+    """The join's and each member's accuracy on the training images every member held out
+    (members trained with one ``--val-seed``), else None with the reason logged."""
+    from kairo.logic import circuit_images, validation_split
+
+    split = splits[0]
+    if not (isinstance(split, dict) and all(s == split for s in splits)):
+        log.info("no validation score: the members do not record one shared validation split "
+                 "(train them with the same --val-seed)")
+        return None
+    if cfg.dataset and cfg.dataset != circ.meta.get("dataset"):
+        return None                 # the held-out images are those of the members' dataset
+    x, y, _ = circuit_images(circ, "", cfg.data_dir, split="train")
+    held, _ = validation_split(len(y), split["seed"], split["fraction"])
+    bits, y = circ.image_bits(x[held]), y[held]
+    for row, c in zip(rows, members):
+        row["val_accuracy"] = float((c.predict(bits) == y).mean())
+    return float((circ.predict(bits) == y).mean())
 
 
 # ---------------------------------------------------------------------------- import

@@ -141,10 +141,13 @@ class LogicTrainConfig:
                             "run's schedule")
     val_fraction: float = option(0.1, "share of the training images held out for validation "
                                  "(below 0.5)", above=0)
+    val_seed: int = option(-1, "seed of the validation split (-1: --seed); runs given the same "
+                           "one hold out the same images, so `kairo logic ensemble` can score "
+                           "their join on them", low=-1)
     engine: str = option("auto", "how the layers compute: torch, fused (numba CPU kernels) or "
                          "auto (fused when numba imports)", choices=ENGINES)
-    seed: int = option(0, "seed of the wiring, the initial logits, the batches and the "
-                       "validation split")
+    seed: int = option(0, "seed of the wiring, the initial logits, the batches and (without "
+                       "--val-seed) the validation split")
     data_dir: str | None = option(None, _DATA_DIR_HELP)
 
     def __post_init__(self):

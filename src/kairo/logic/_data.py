@@ -7,7 +7,7 @@ import numpy as np
 from kairo._errors import DataError, KairoError
 from kairo.logic._circuit import Circuit
 
-__all__ = ["circuit_images"]
+__all__ = ["circuit_images", "validation_split"]
 
 
 def circuit_images(circuit: Circuit, dataset: str = "", data_dir=None, split: str = "test"
@@ -43,3 +43,12 @@ def circuit_images(circuit: Circuit, dataset: str = "", data_dir=None, split: st
         keep = lut[y] >= 0
         x, y = x[keep], lut[y[keep]]
     return np.ascontiguousarray(x.reshape(len(x), -1)), y, images.name
+
+
+def validation_split(n: int, seed: int, fraction: float) -> tuple[np.ndarray, np.ndarray]:
+    """(held-out, kept) indices of ``n`` training images: the split ``kairo logic train``
+    validates on, a permutation seeded by ``seed`` whose first round(fraction·n) are held out.
+    Runs given the same seed and fraction hold out the same images."""
+    perm = np.random.default_rng(np.random.SeedSequence([int(seed), 12])).permutation(n)
+    n_val = int(round(fraction * n))
+    return perm[:n_val], perm[n_val:]

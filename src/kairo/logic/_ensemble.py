@@ -17,6 +17,8 @@ from kairo.logic._circuit import Circuit
 
 __all__ = ["ensemble"]
 
+_MISSING = object()
+
 
 def _contract(c: Circuit) -> tuple:
     spec = c.image_input
@@ -62,8 +64,8 @@ def ensemble(circuits: Sequence[Circuit], names: Sequence[str] | None = None) ->
     Members must read the same inputs (count and pixel thresholds) and vote for the same
     classes; ``names`` label them in errors (default ``circuit 0``, ``circuit 1``, …). The
     result is not simplified (:func:`kairo.logic.simplify` merges the gates members share);
-    its meta is the first member's, with ``ensemble`` recording each member's gates and
-    outputs per class.
+    its meta holds the entries every member's meta agrees on (thresholds, classes, dataset, a
+    shared validation split), and ``ensemble``: each member's gates and outputs per class.
     """
     circuits = list(circuits)
     names = list(names) if names is not None else [f"circuit {i}" for i in range(len(circuits))]
@@ -81,7 +83,8 @@ def ensemble(circuits: Sequence[Circuit], names: Sequence[str] | None = None) ->
         b.append(shift(c.b))
         groups.append(shift(c.outputs).reshape(n_cls, -1))
         offset += c.n_gates
-    meta = dict(circuits[0].meta)
+    meta = {key: v for key, v in circuits[0].meta.items()
+            if key != "ensemble" and all(c.meta.get(key, _MISSING) == v for c in circuits)}
     meta["ensemble"] = {"members": len(circuits),
                         "gates": [c.n_gates for c in circuits],
                         "outputs_per_class": [g.shape[1] for g in groups]}

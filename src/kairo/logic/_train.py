@@ -21,13 +21,14 @@ from torch import nn
 from kairo._checkpoint import check_compatible, load_checkpoint as _load, save_checkpoint
 from kairo._errors import ConfigError, DataError, KairoError
 from kairo.logic._config import LogicTrainConfig
+from kairo.logic._data import validation_split
 from kairo.logic._layers import LogicDense, fused_threads
 from kairo.logic._model import (LogicNet, build_model, expected_gates, image_shape, predict,
                                 raw_gates, to_circuit)
 
 __all__ = ["train", "load_data", "load_checkpoint", "model_from_checkpoint", "snapshot_path",
            "describe_branch", "lr_at", "gate_temperature_at", "fixed_layers", "random_shift",
-           "random_affine", "affine_images", "CHECKPOINT_FORMAT"]
+           "random_affine", "affine_images", "val_seed", "CHECKPOINT_FORMAT"]
 
 log = logging.getLogger(__name__)
 
@@ -52,11 +53,15 @@ def load_data(cfg: LogicTrainConfig) -> dict:
         keep = lut[y] >= 0
         out[split] = (x[keep], lut[y[keep]].astype(np.int64))
     x, y = out["train"]
-    perm = np.random.default_rng(np.random.SeedSequence([cfg.seed, 12])).permutation(len(y))
-    n_val = int(round(cfg.val_fraction * len(y)))
-    out["val"] = (x[perm[:n_val]], y[perm[:n_val]])
-    out["train"] = (x[perm[n_val:]], y[perm[n_val:]])
+    val, kept = validation_split(len(y), val_seed(cfg), cfg.val_fraction)
+    out["val"] = (x[val], y[val])
+    out["train"] = (x[kept], y[kept])
     return out
+
+
+def val_seed(cfg: LogicTrainConfig) -> int:
+    """The seed of the run's validation split (``--val-seed``, else ``--seed``)."""
+    return cfg.seed if cfg.val_seed < 0 else cfg.val_seed
 
 
 def circuit_gates(model: LogicNet) -> int:
@@ -162,6 +167,8 @@ def branch_info(old: LogicTrainConfig, new: LogicTrainConfig, start: int) -> dic
     from scratch replays the branched one exactly (the schedules are functions of the
     iteration alone)."""
     differs = [f for f in _HISTORY_FIELDS if getattr(old, f) != getattr(new, f)]
+    if val_seed(old) != val_seed(new):
+        differs.append("validation split")
     if any(lr_at(old, i) != lr_at(new, i) for i in range(start)):
         differs.append("learning-rate schedule")
     if any(gate_temperature_at(old, i) != gate_temperature_at(new, i) for i in range(start)):
