@@ -145,6 +145,18 @@ def test_cli_gives_no_validation_score_for_members_split_differently(member_file
     m = json.loads((out / "metrics.json").read_text())
     assert m["val_accuracy"] is None and "val_accuracy" not in m["members"][0]
     assert "validation" not in Circuit.load(out / "circuit.json").meta
+    # a split the members share but that no run could have written is no split either
+    first = Circuit.load(member_files[0])
+    for bad in ({"seed": "7", "fraction": 0.05}, {"seed": 7}, {"seed": 7, "fraction": 0.9}):
+        files = []
+        for i in range(2):
+            c = Circuit(n_inputs=first.n_inputs, ops=first.ops, a=first.a, b=first.b,
+                        outputs=first.outputs, n_classes=2, meta={**first.meta, "validation": bad})
+            files.append(str(c.save(tmp_path / f"bad{i}.json")))
+        rc = main(["--store", "none", "--data-dir", str(data_dir), "logic", "ensemble",
+                   "--circuits", ",".join(files), "--out", str(out), "--overwrite"])
+        assert rc == 0
+        assert json.loads((out / "metrics.json").read_text())["val_accuracy"] is None
 
 
 def test_cli_refuses_bad_members_and_a_blown_budget(member_files, tmp_path, data_dir, capsys):

@@ -326,7 +326,9 @@ def _ensemble_validation(cfg, circ, members, rows, splits) -> float | None:
     from kairo.logic import circuit_images, validation_split
 
     split = splits[0]
-    if not (isinstance(split, dict) and all(s == split for s in splits)):
+    if not (isinstance(split, dict) and isinstance(split.get("seed"), int)
+            and isinstance(split.get("fraction"), float) and 0 < split["fraction"] < 0.5
+            and all(s == split for s in splits)):
         log.info("no validation score: the members do not record one shared validation split "
                  "(train them with the same --val-seed)")
         return None
